@@ -1,0 +1,37 @@
+# Two commands a newcomer needs:  make demo   and   make test
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench bench-engines bench-textlayer bench-vlm bench-scale clean
+
+$(BIN)/ocrflow: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+## make demo: set up, then convert the bundled sample documents with the embedded CPU engine
+demo: $(BIN)/ocrflow
+	$(BIN)/ocrflow run examples/ -o out/ --page-separator; test $$? -le 1
+	$(BIN)/ocrflow status out/
+
+## make test: set up (Tesseract too, when we may install it), then run the whole test suite
+test: $(BIN)/ocrflow
+	bash scripts/system-deps.sh
+	$(BIN)/python -m pytest -q
+
+lint: $(BIN)/ocrflow
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
+
+bench: bench-engines bench-textlayer
+
+bench-engines: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_engines.py
+
+bench-textlayer: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_text_route.py
+
+clean:
+	rm -rf out $(VENV) build *.egg-info

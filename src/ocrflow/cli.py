@@ -1,0 +1,319 @@
+"""The ``ocrflow`` command. Each command builds a config and calls one function."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import SecretStr, ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from ocrflow.config import EngineOptions, OutputOptions, RenderOptions, RouteOptions, RunConfig
+from ocrflow.errors import OcrflowError
+from ocrflow.executors.local import run_local
+from ocrflow.progress import BarProgress, LogProgress
+from ocrflow.runstats import RunStats
+from ocrflow.sources import expand_inputs
+from ocrflow.status import collect_status
+from ocrflow.storage import open_store
+from ocrflow.workspace import Workspace
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+USAGE_ERROR = 2
+VLM = "VLM engines (--engine openai / vllm)"
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False)
+    return typer.Exit(USAGE_ERROR)
+
+
+def _read_passwords(path: Path | None) -> list[str]:
+    if path is None:
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line.rstrip("\r\n") for line in lines if line.strip()]
+
+
+def _configure_logging(quiet: bool) -> None:
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    # httpx logs every request at INFO: far too much for a run of a million pages.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+@app.command()
+def run(
+    inputs: Annotated[
+        list[str], typer.Argument(help="Files, directories, globs, @list.txt, URLs.")
+    ],
+    output: Annotated[str, typer.Option("-o", "--output", help="Output directory or URL.")],
+    pages: Annotated[str | None, typer.Option(help="Pages to convert, e.g. 1-5,9,20-end.")] = None,
+    text_layer: Annotated[
+        str, typer.Option(help="auto: use good native text; off: always OCR; only: never OCR.")
+    ] = "auto",
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="embedded (CPU, default), tesseract, openai (a server), vllm (we start it)."
+        ),
+    ] = "embedded",
+    target_dim: Annotated[
+        int | None, typer.Option(help="Longest side of rendered pages, px [default: the engine's].")
+    ] = None,
+    page_separator: Annotated[bool, typer.Option(help="Mark pages in the Markdown.")] = False,
+    password: Annotated[
+        list[str] | None, typer.Option(help="Password to try (repeatable).")
+    ] = None,
+    passwords: Annotated[Path | None, typer.Option(help="File of passwords, one a line.")] = None,
+    workers: Annotated[int | None, typer.Option(help="Render processes.")] = None,
+    page_timeout: Annotated[float, typer.Option(help="Seconds allowed to render one page.")] = 60.0,
+    threads: Annotated[int | None, typer.Option(help="Embedded engine threads.")] = None,
+    languages: Annotated[str, typer.Option(help="Tesseract languages, e.g. eng+deu.")] = "eng",
+    model: Annotated[
+        str | None, typer.Option(help="VLM model (HF id or path).", rich_help_panel=VLM)
+    ] = None,
+    server: Annotated[
+        list[str] | None,
+        typer.Option(help="OpenAI-compatible base URL (repeatable).", rich_help_panel=VLM),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(help="API key (or OPENAI_API_KEY).", rich_help_panel=VLM, show_default=False),
+    ] = None,
+    recipe: Annotated[
+        str | None,
+        typer.Option(help="olmocr, deepseek, markdown, dots, chandra.", rich_help_panel=VLM),
+    ] = None,
+    served_model_name: Annotated[
+        str | None, typer.Option(help="Model name the server uses.", rich_help_panel=VLM)
+    ] = None,
+    max_concurrency: Annotated[
+        int | None,
+        typer.Option(
+            help="Requests in flight per server (default: adaptive).", rich_help_panel=VLM
+        ),
+    ] = None,
+    max_page_error_rate: Annotated[
+        float,
+        typer.Option(help="Fallback share above which a document is partial.", rich_help_panel=VLM),
+    ] = 0.0,
+    page_deadline: Annotated[
+        float, typer.Option(help="Seconds a page may take in all.", rich_help_panel=VLM)
+    ] = 600.0,
+    request_timeout: Annotated[
+        float, typer.Option(help="Seconds one request may take.", rich_help_panel=VLM)
+    ] = 180.0,
+    guided: Annotated[
+        bool,
+        typer.Option(help="Constrain olmOCR output (structured outputs).", rich_help_panel=VLM),
+    ] = False,
+    gpus: Annotated[
+        str | None,
+        typer.Option(help="Managed vLLM: one replica per GPU, e.g. 0,1.", rich_help_panel=VLM),
+    ] = None,
+    vllm_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Extra `vllm serve` flag(s), e.g. '--gpu-memory-utilization 0.8'.",
+            rich_help_panel=VLM,
+        ),
+    ] = None,
+    vllm_command: Annotated[
+        str, typer.Option(help="How to run vLLM.", rich_help_panel=VLM)
+    ] = "vllm serve",
+    ready_timeout: Annotated[
+        float, typer.Option(help="Seconds to wait for servers.", rich_help_panel=VLM)
+    ] = 900.0,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Only warnings and errors.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+) -> None:
+    """Convert documents to Markdown and JSONL. Exit 0: all converted; 1: some failed."""
+    _configure_logging(quiet)
+    try:
+        secrets = [*(password or []), *_read_passwords(passwords)]
+        render = {"target_dim": target_dim, "page_timeout_s": page_timeout}
+        if workers:
+            render["workers"] = workers
+        config = RunConfig(
+            inputs=tuple(inputs),
+            output=output,
+            pages=pages,
+            passwords=tuple(SecretStr(s) for s in secrets),
+            render=RenderOptions(**render),
+            route=RouteOptions(text_layer=text_layer),  # type: ignore[arg-type]
+            engine=EngineOptions(
+                kind=engine,  # type: ignore[arg-type]
+                threads=threads,
+                languages=languages,
+                model=model,
+                served_model_name=served_model_name,
+                recipe=recipe,
+                servers=tuple(server or ()),
+                api_key=SecretStr(api_key) if api_key else None,
+                max_concurrency=max_concurrency,
+                max_page_error_rate=max_page_error_rate,
+                page_deadline_s=page_deadline,
+                request_timeout_s=request_timeout,
+                guided=guided,
+                gpus=tuple(g for g in (gpus or "").split(",") if g),
+                server_flags=tuple(f for arg in vllm_arg or () for f in shlex.split(arg)),
+                vllm_command=tuple(shlex.split(vllm_command)),
+                ready_timeout_s=ready_timeout,
+            ),
+            out=OutputOptions(page_separator=page_separator),
+        )
+        sources = expand_inputs(config.inputs, exclude=[config.output])
+        stats = _run_with_display(config, sources, quiet=quiet or as_json)
+    except ValidationError as exc:
+        raise _fail(_validation_message(exc)) from None
+    except OcrflowError as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"{exc.strerror or exc}: {exc.filename or ''}") from None
+    if as_json:
+        typer.echo(json.dumps(stats.record("run", "local") | {"failures": stats.failures}))
+    elif not quiet:
+        _print_summary(stats, output)
+    raise typer.Exit(stats.exit_code())
+
+
+def _run_with_display(config: RunConfig, sources: list[Any], *, quiet: bool) -> RunStats:
+    console = Console(stderr=True)
+    if quiet:
+        return asyncio.run(run_local(config, sources=sources))
+    if console.is_terminal:
+        with BarProgress(len(sources), console) as bar:
+            return asyncio.run(run_local(config, sources=sources, progress=bar))
+    return asyncio.run(run_local(config, sources=sources, progress=LogProgress(len(sources))))
+
+
+def _validation_message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return f"invalid option {where}: {first['msg']}"
+
+
+def _print_summary(stats: RunStats, output: str) -> None:
+    console = Console(stderr=True)
+    table = Table(title=f"ocrflow run -> {output}", show_header=True)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for status, count in sorted(stats.documents.items()):
+        table.add_row(f"documents {status}", str(count))
+    if stats.skipped_documents:
+        table.add_row("  of which already done", str(stats.skipped_documents))
+    for route, count in sorted(stats.routes.items()):
+        table.add_row(f"pages via {route}", str(count))
+    elapsed = stats.elapsed_s
+    table.add_row("pages/s", f"{stats.pages_done / max(elapsed, 1e-9):.2f}")
+    table.add_row("elapsed", f"{elapsed:.1f} s")
+    console.print(table)
+    for failure in stats.failures[:20]:
+        console.print(
+            f"  [yellow]{failure['status']}[/] {failure['source']}: "
+            f"[{failure['reason']}] {failure['message']}",
+            highlight=False,
+        )
+
+
+@app.command()
+def retry(
+    output: Annotated[str, typer.Argument(help="The output directory or URL of a run.")],
+    failed: Annotated[bool, typer.Option(help="Re-queue failed documents.")] = True,
+    partial: Annotated[bool, typer.Option(help="Re-queue partial documents.")] = True,
+    reason: Annotated[
+        list[str] | None, typer.Option(help="Only these reasons (repeatable).")
+    ] = None,
+    password: Annotated[
+        list[str] | None, typer.Option(help="Password to try (repeatable).")
+    ] = None,
+    run_now: Annotated[
+        bool, typer.Option("--run/--no-run", help="Convert them right away.")
+    ] = True,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
+) -> None:
+    """Re-queue partial and failed documents of a run, then convert them again."""
+    _configure_logging(quiet)
+    statuses = {name for name, wanted in (("failed", failed), ("partial", partial)) if wanted}
+    try:
+        workspace = Workspace(open_store(output))
+        config = workspace.recorded_run_config()
+        requeued = workspace.requeue(statuses, set(reason) if reason else None)
+        Console(stderr=True).print(f"re-queued {len(requeued)} documents")
+        if not run_now or not requeued:
+            raise typer.Exit(0)
+        secrets = tuple(SecretStr(p) for p in password or ())
+        config = config.model_copy(update={"passwords": secrets})
+        sources = expand_inputs(config.inputs, exclude=[config.output])
+        stats = _run_with_display(config, sources, quiet=quiet)
+    except OcrflowError as exc:
+        raise _fail(str(exc)) from None
+    if not quiet:
+        _print_summary(stats, output)
+    raise typer.Exit(stats.exit_code())
+
+
+@app.command()
+def status(
+    output: Annotated[str, typer.Argument(help="An output directory or URL of a run.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    gpu_hour_cost: Annotated[
+        float | None, typer.Option(help="Price of a GPU hour, for cost per 1,000 pages.")
+    ] = None,
+) -> None:
+    """Show documents and pages by state, failures by reason, and speed."""
+    try:
+        workspace = Workspace(open_store(output))
+        if not workspace.recorded_config():
+            raise _fail(f"{output} holds no ocrflow run")
+        report = collect_status(workspace, gpu_hour_cost=gpu_hour_cost)
+    except OcrflowError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps(report))
+        return
+    _print_status(report)
+
+
+def _print_status(report: dict[str, Any]) -> None:
+    console = Console()
+    table = Table(title=f"ocrflow status {report['output']}")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for key in ("documents", "pages", "routes", "failures_by_reason"):
+        for name, count in sorted(report[key].items()):
+            table.add_row(f"{key.replace('_', ' ')}: {name}", str(count))
+    last = report.get("last_run") or {}
+    if last:
+        table.add_row("last run pages/s", str(last.get("pages_per_s")))
+        table.add_row("last run tokens out/s", str(last.get("tokens_out_per_s")))
+    if "cost_per_1000_pages" in report:
+        table.add_row("cost per 1,000 pages", str(report["cost_per_1000_pages"]))
+    console.print(table)
+    for failure in report["failures"][:50]:
+        console.print(
+            f"  {failure['status']} {failure['source']}: [{failure['reason']}] "
+            f"{failure['message']}",
+            highlight=False,
+            markup=False,
+        )
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

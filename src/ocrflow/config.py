@@ -1,0 +1,118 @@
+"""One typed, frozen run configuration. Its fingerprint names the outputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from ocrflow.pagespec import validate_page_spec
+
+TextLayerMode = Literal["auto", "off", "only"]
+EngineKind = Literal["embedded", "tesseract", "openai", "vllm"]
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RenderOptions(_Options):
+    """How pages become pixels."""
+
+    #: Longest side of rendered pages; ``None`` lets the engine or recipe choose.
+    target_dim: int | None = Field(None, ge=64, le=10_000)
+    #: Rendered bitmaps larger than this many pixels are refused (bombs).
+    max_pixels: int = Field(40_000_000, ge=1_000_000)
+    #: A page side longer than this many PDF points is treated as corrupt (a page claiming 2^31 pt).
+    max_page_points: float = Field(200_000.0, gt=0)
+    #: Source images with more pixels than this are refused before decoding.
+    max_image_pixels: int = Field(400_000_000, ge=1_000_000)
+    page_timeout_s: float = Field(60.0, gt=0)
+    workers: int = Field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)), ge=1, le=256)
+    #: Per-worker address-space cap, MiB; a render that needs more fails as ``too_large``.
+    worker_memory_mb: int = Field(1536, ge=256)
+
+
+class RouteOptions(_Options):
+    """Which pages go to the engine."""
+
+    text_layer: TextLayerMode = "auto"
+
+
+class EngineOptions(_Options):
+    """Which engine reads the pages that need OCR."""
+
+    kind: EngineKind = "embedded"
+    model: str | None = None
+    #: The name the server knows the model by, when it differs from ``model``.
+    served_model_name: str | None = None
+    recipe: str | None = None
+    servers: tuple[str, ...] = ()
+    api_key: SecretStr | None = None
+    max_concurrency: int | None = Field(None, ge=1)
+    #: Embedded engine: OCR calls that run at once (each uses ``threads`` cores).
+    parallel: int = Field(1, ge=1)
+    threads: int | None = Field(None, ge=1)
+    languages: str = "eng"
+    #: Share of a document's pages that may fall back before the document is ``partial``.
+    max_page_error_rate: float = Field(0.0, ge=0.0, le=1.0)
+    #: Everything for one page (attempts, backoff) ends by this deadline.
+    page_deadline_s: float = Field(600.0, gt=0)
+    request_timeout_s: float = Field(180.0, gt=0)
+    guided: bool = False
+    #: Managed vLLM: one replica per entry of ``gpus``; extra ``vllm serve`` flags.
+    gpus: tuple[str, ...] = ()
+    server_flags: tuple[str, ...] = ()
+    vllm_command: tuple[str, ...] = ("vllm", "serve")
+    ready_timeout_s: float = Field(900.0, gt=0)
+
+
+class OutputOptions(_Options):
+    """What the sinks write."""
+
+    page_separator: bool = False
+
+
+class RunConfig(_Options):
+    """Everything one run needs, built once by the CLI and passed down by parts."""
+
+    inputs: tuple[str, ...]
+    output: str
+    pages: str | None = None
+    passwords: tuple[SecretStr, ...] = ()
+    render: RenderOptions = RenderOptions()
+    route: RouteOptions = RouteOptions()
+    engine: EngineOptions = EngineOptions()
+    out: OutputOptions = OutputOptions()
+
+    @field_validator("pages")
+    @classmethod
+    def _pages_parse(cls, value: str | None) -> str | None:
+        return validate_page_spec(value) if value else value
+
+    def public_dump(self) -> dict[str, object]:
+        """The configuration as JSON-ready data without passwords or keys."""
+        data = self.model_dump(mode="json", exclude={"passwords": True, "engine": {"api_key"}})
+        return data
+
+    def fingerprint_fields(self) -> dict[str, object]:
+        """The settings that change what a page's output is; nothing else."""
+        return {
+            "pages": self.pages,
+            "target_dim": self.render.target_dim,
+            "text_layer": self.route.text_layer,
+            "engine": self.engine.kind,
+            "model": self.engine.model,
+            "recipe": self.engine.recipe,
+            "guided": self.engine.guided,
+            "languages": self.engine.languages if self.engine.kind == "tesseract" else None,
+            "page_separator": self.out.page_separator,
+        }
+
+    def fingerprint(self) -> str:
+        """A short stable hash of ``fingerprint_fields``."""
+        blob = json.dumps(self.fingerprint_fields(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]

@@ -1,0 +1,1 @@
+"""Engines are transports: ``infer(PageRequest) -> EngineReply``. They know no documents."""

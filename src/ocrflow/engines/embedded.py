@@ -1,0 +1,348 @@
+"""The embedded CPU OCR engine: PP-OCR models run by ONNX Runtime through ``rapidocr``.
+
+Offline by construction: ``rapidocr`` ships its detector, line classifier and recogniser
+models inside the wheel, so nothing is fetched at run time. One page is read as:
+
+1. detect text lines on a copy no larger than ``det_side`` (the detector's cost grows with
+   pixels; the recogniser's does not, since every line is scaled to 48 px high);
+2. if most lines are taller than wide, the page lies on its side: turn it a quarter turn
+   clockwise (free: the boxes turn with it, no second detection);
+3. crop each line from the full-resolution page and run the 0°/180° line classifier; when
+   most of the text (by line length) says 180°, the page is upside down: turn it;
+4. recognise the crops in batches and lay the lines out in reading order (``layout.py``).
+
+Steps 2 and 3 cost nothing extra on an upright page: the classifier is part of the usual
+PP-OCR pipeline and the quarter-turn test only looks at the boxes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from ocrflow.engines.layout import TextBox, layout_text
+from ocrflow.errors import EngineError, EngineRejected
+from ocrflow.types import EngineReply, PageImage, PageRequest
+
+logger = logging.getLogger(__name__)
+
+#: ONNX Runtime threads per model call when none are asked for (see bench/bench_engines.py).
+DEFAULT_THREADS = 2
+#: Lines the 0°/180° classifier looks at (the longest: most text, least ambiguity), the
+#: share of their text read as 180° that makes the page suspect, and the lines the
+#: recogniser then reads both ways to decide.
+CLASSIFY_LINES = 12
+SUSPECT_SHARE = 0.3
+CONFIRM_LINES = 6
+
+#: Quad corners, float32 array of shape (n, 4, 2): top-left, top-right, bottom-right,
+#: bottom-left, in pixels of the page as it is being read.
+Quads = np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class OcrText:
+    """What the engine read on one page."""
+
+    text: str
+    #: Degrees clockwise the page was turned to read it upright: 0, 90, 180 or 270.
+    rotation: int = 0
+    boxes: tuple[TextBox, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def mean_confidence(self) -> float:
+        """Mean recogniser score of the kept boxes (0.0 when there are none)."""
+        return float(np.mean([b.score for b in self.boxes])) if self.boxes else 0.0
+
+
+class EmbeddedEngine:
+    """CPU OCR engine honouring the ``Engine`` protocol; cheap to build, loads on first use.
+
+    ``threads`` is ONNX Runtime's intra-op thread count per model call (``None``: the
+    measured default); ``max_parallel`` bounds concurrent ``infer`` calls, each one page in
+    a worker thread, so a page is admitted only when a slot is free.
+    """
+
+    name = "embedded"
+    image_encoding = "raw"
+
+    def __init__(
+        self,
+        *,
+        threads: int | None = None,
+        det_side: int = 1280,
+        rec_batch: int = 8,
+        min_score: float = 0.5,
+        line_margin: float = 0.0,
+        unclip: float = 1.6,
+        detect_rotation: bool = True,
+        max_parallel: int = 1,
+    ) -> None:
+        self.threads = threads or DEFAULT_THREADS
+        self.det_side = det_side
+        self.rec_batch = rec_batch
+        self.min_score = min_score
+        self.detect_rotation = detect_rotation
+        self.line_margin = line_margin
+        self.unclip = unclip
+        self.max_parallel = max_parallel
+        self._models: _Models | None = None
+        self._load_lock = threading.Lock()
+        self._slots = asyncio.Semaphore(max_parallel)
+
+    async def infer(self, request: PageRequest) -> EngineReply:
+        """Read one page image; raise ``EngineRejected`` for an unreadable image."""
+        pixels = decode_page_image(request.image)
+        started = time.perf_counter()
+        async with self._slots:
+            result = await asyncio.to_thread(self.recognize_array, pixels)
+        return EngineReply(
+            text=result.text,
+            latency_s=time.perf_counter() - started,
+            rotation=result.rotation,
+            engine="rapidocr",
+            attributes={"boxes": len(result.boxes), "mean_confidence": result.mean_confidence},
+        )
+
+    async def aclose(self) -> None:
+        """Drop the models; the next call loads them again."""
+        with self._load_lock:
+            self._models = None
+
+    def recognize(self, image: Image.Image) -> OcrText:
+        """Read a PIL image synchronously (benchmarks, tests, scripts)."""
+        return self.recognize_array(np.asarray(image.convert("RGB")))
+
+    def recognize_array(self, rgb: np.ndarray) -> OcrText:
+        """Read an RGB ``uint8`` array of shape (height, width, 3) synchronously."""
+        models = self._loaded()
+        try:
+            return _read_page(models, np.ascontiguousarray(rgb[:, :, ::-1]), self)
+        except Exception as exc:  # onnxruntime and cv2 raise plain exceptions
+            raise EngineError(f"embedded OCR failed: {exc}") from exc
+
+    def _loaded(self) -> _Models:
+        with self._load_lock:
+            if self._models is None:
+                self._models = _Models.load(
+                    self.threads, self.det_side, self.rec_batch, self.unclip
+                )
+            return self._models
+
+
+@dataclass(frozen=True, slots=True)
+class _Models:
+    """The three PP-OCR models (rapidocr objects, whose sessions are thread-safe)."""
+
+    detector: Any
+    classifier: Any
+    recognizer: Any
+
+    @classmethod
+    def load(cls, threads: int, det_side: int, rec_batch: int, unclip: float = 1.6) -> _Models:
+        """Build the models from the wheel's bundled files; no network access."""
+        try:
+            from rapidocr import RapidOCR
+        except ImportError as exc:
+            raise EngineError(
+                "the embedded engine needs rapidocr: pip install rapidocr onnxruntime"
+            ) from exc
+        ocr = RapidOCR(params=_rapidocr_params(threads, det_side, rec_batch, unclip))
+        # rapidocr builds its models lazily behind these loaders; calling them directly
+        # lets us run detection, classification and recognition as separate steps.
+        return cls(ocr._load_det_model(), ocr._load_cls_model(), ocr._load_rec_model())
+
+    def detect(self, bgr: np.ndarray) -> Quads:
+        """Line quads in ``bgr``'s own pixels (an empty array when there is no text)."""
+        boxes = self.detector(bgr).boxes
+        return np.zeros((0, 4, 2), np.float32) if boxes is None else np.asarray(boxes, np.float32)
+
+    def upside_down_share(self, crops: list[np.ndarray]) -> float:
+        """Share of the text, by line length, that the line classifier reads as 180°."""
+        results = self.classifier(crops).cls_res
+        lengths = np.array([_length(c) for c in crops])
+        flipped = np.array([label == "180" for label, _ in results])
+        return float(lengths[flipped].sum() / lengths.sum())
+
+    def mean_score(self, crops: list[np.ndarray], margin: float) -> float:
+        """Mean recogniser confidence over ``crops``."""
+        return float(np.mean(self.read_lines(crops, margin)[1]))
+
+    def crop(self, bgr: np.ndarray, quad: np.ndarray) -> np.ndarray:
+        """The line under ``quad``, straightened (a tall crop is turned to lie flat)."""
+        from rapidocr.utils.process_img import get_rotate_crop_image
+
+        return get_rotate_crop_image(bgr, quad.copy())
+
+    def read_lines(
+        self, crops: list[np.ndarray], margin: float
+    ) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """Text and score of each crop, read with ``margin`` (see ``_with_margin``)."""
+        from rapidocr.ch_ppocr_rec import TextRecInput
+
+        output = self.recognizer(TextRecInput(img=[_with_margin(c, margin) for c in crops]))
+        return tuple(output.txts), tuple(float(s) for s in output.scores)
+
+
+def _rapidocr_params(threads: int, det_side: int, rec_batch: int, unclip: float) -> dict[str, Any]:
+    return {
+        "Det.unclip_ratio": unclip,
+        "Global.log_level": "error",  # rapidocr logs every model path at INFO
+        "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+        "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+        "Det.limit_type": "max",
+        "Det.limit_side_len": det_side,
+        "Rec.rec_batch_num": rec_batch,
+        "Cls.cls_batch_num": 16,
+    }
+
+
+def _read_page(models: _Models, bgr: np.ndarray, engine: EmbeddedEngine) -> OcrText:
+    """Detect, orient, classify, recognise and lay out one page (see the module docstring)."""
+    clock = _Clock()
+    quads = _detect_lines(models, bgr)
+    clock.lap("detect")
+    if len(quads) == 0:
+        return OcrText(text="", timings=clock.laps)
+    rotation = 0
+    if engine.detect_rotation and _is_sideways(quads):
+        quads = _turn_quads_quarter(quads, bgr.shape[0])
+        bgr, rotation = np.ascontiguousarray(np.rot90(bgr, k=-1)), 90
+    crops = [models.crop(bgr, quad) for quad in quads]
+    if engine.detect_rotation and _is_upside_down(models, crops, engine.line_margin):
+        crops = [_turn_half(crop) for crop in crops]
+        quads = _turn_quads_half(quads, bgr.shape[1], bgr.shape[0])
+        rotation += 180
+    clock.lap("classify")
+    texts, scores = models.read_lines(crops, engine.line_margin)
+    clock.lap("recognize")
+    boxes = tuple(
+        TextBox.from_quad(quad, text, score)
+        for quad, text, score in zip(quads, texts, scores, strict=True)
+        if text.strip() and score >= engine.min_score
+    )
+    return OcrText(layout_text(boxes), rotation, boxes, clock.laps)
+
+
+class _Clock:
+    """Seconds spent in each step, for ``OcrText.timings``."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = now - self._last
+        self._last = now
+
+
+def _detect_lines(models: _Models, bgr: np.ndarray) -> Quads:
+    """Line quads; a strip far wider than tall (one text line) is padded first, because the
+    detector misses text that fills the whole height of its input."""
+    height, width = bgr.shape[:2]
+    pad = max(0, (max(width // 8, 32) - height) // 2)
+    if not pad:
+        return models.detect(bgr)
+    quads = models.detect(np.pad(bgr, ((pad, pad), (0, 0), (0, 0)), mode="edge"))
+    quads[:, :, 1] = np.clip(quads[:, :, 1] - pad, 0, height)
+    return quads
+
+
+def _with_margin(crop: np.ndarray, margin: float) -> np.ndarray:
+    """``crop`` with ``margin`` × its height of background added above and below."""
+    pad = round(crop.shape[0] * margin / 2)
+    if pad <= 0:
+        return crop
+    background = np.median(np.concatenate([crop[0], crop[-1]]), axis=0).astype(np.uint8)
+    out = np.empty((crop.shape[0] + 2 * pad, *crop.shape[1:]), np.uint8)
+    out[:] = background
+    out[pad : pad + crop.shape[0]] = crop
+    return out
+
+
+def _length(crop: np.ndarray) -> float:
+    """A line's length in text heights."""
+    return crop.shape[1] / max(crop.shape[0], 1)
+
+
+def _is_upside_down(models: _Models, crops: list[np.ndarray], margin: float) -> bool:
+    """Ask the line classifier about the longest lines; when a fair share of their text
+    reads as 180°, let the recogniser decide: the page is upside down when it is surer of
+    the turned lines. The classifier alone misreads tiny print, old type and some scripts
+    (it squeezes a whole line into 48 × 192 px); the recogniser's confidence does not."""
+    longest = sorted(crops, key=_length, reverse=True)
+    if models.upside_down_share(longest[:CLASSIFY_LINES]) < SUSPECT_SHARE:
+        return False
+    probe = longest[:CONFIRM_LINES]
+    turned = models.mean_score([_turn_half(c) for c in probe], margin)
+    return turned > models.mean_score(probe, margin)
+
+
+def _turn_half(crop: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(crop[::-1, ::-1])
+
+
+def _is_sideways(quads: Quads) -> bool:
+    """True when most of the text (by length) runs in boxes at least 1.5 times taller than
+    wide: the page lies on its side. Square boxes (single characters) do not vote."""
+    widths = np.linalg.norm(quads[:, 1] - quads[:, 0], axis=1)
+    heights = np.linalg.norm(quads[:, 3] - quads[:, 0], axis=1)
+    tall = heights[heights >= 1.5 * widths].sum()
+    wide = widths[widths >= 1.5 * heights].sum()
+    return bool(tall > wide)
+
+
+def _turn_quads_quarter(quads: Quads, height: int) -> Quads:
+    """Quads of a page of ``height`` px after turning the page 90° clockwise."""
+    turned = np.stack([height - quads[:, :, 1], quads[:, :, 0]], axis=2)
+    return _order_corners(turned)
+
+
+def _turn_quads_half(quads: Quads, width: int, height: int) -> Quads:
+    """Quads of a ``width`` × ``height`` page after turning it 180°."""
+    turned = np.stack([width - quads[:, :, 0], height - quads[:, :, 1]], axis=2)
+    return _order_corners(turned)
+
+
+def _order_corners(quads: Quads) -> Quads:
+    """Corners as top-left, top-right, bottom-right, bottom-left, as the detector gives
+    them: the two left-most points are the left side, each side ordered by y."""
+    by_x = np.take_along_axis(quads, np.argsort(quads[:, :, 0], axis=1)[:, :, None], axis=1)
+    left = _sorted_by_y(by_x[:, :2])
+    right = _sorted_by_y(by_x[:, 2:])
+    return np.stack([left[:, 0], right[:, 0], right[:, 1], left[:, 1]], axis=1).astype(np.float32)
+
+
+def _sorted_by_y(pairs: np.ndarray) -> np.ndarray:
+    return np.take_along_axis(pairs, np.argsort(pairs[:, :, 1], axis=1)[:, :, None], axis=1)
+
+
+def decode_page_image(image: PageImage) -> np.ndarray:
+    """RGB ``uint8`` pixels of a ``PageImage``: raw "RGB"/"L" bytes, or an encoded file."""
+    if image.encoding != "raw":
+        try:
+            with Image.open(io.BytesIO(image.data)) as opened:
+                return np.asarray(opened.convert("RGB"))
+        except (OSError, ValueError) as exc:
+            raise EngineRejected(f"cannot decode {image.encoding} page image: {exc}") from exc
+    channels = {"RGB": 3, "L": 1}.get(image.mode)
+    if channels is None:
+        raise EngineRejected(f"raw page image mode {image.mode!r} is not RGB or L")
+    expected = image.width * image.height * channels
+    if len(image.data) != expected or expected == 0:
+        raise EngineRejected(
+            f"raw {image.mode} page image of {image.width}x{image.height} needs "
+            f"{expected} bytes, got {len(image.data)}"
+        )
+    pixels = np.frombuffer(image.data, np.uint8).reshape(image.height, image.width, channels)
+    return np.repeat(pixels, 3, axis=2) if channels == 1 else pixels

@@ -1,0 +1,1 @@
+"""Executors drive the pipeline over a workspace: local (asyncio + processes), ray."""

@@ -1,0 +1,269 @@
+"""Page → document orchestration: probe, render in chunks, route, read, checkpoint, assemble.
+
+Memory is bounded by ``PageBudget``: a page holds a slot from just before it is rendered
+until its text is known, so at most ``budget`` page images exist at any moment, however many
+documents or pages the run has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections import Counter
+from dataclasses import dataclass
+from typing import Protocol
+
+from ocrflow.config import RunConfig
+from ocrflow.pagespec import select_pages
+from ocrflow.reader import PageReader
+from ocrflow.render.jobs import PageJob, ProbeJob, RenderedPage, RenderSpec
+from ocrflow.render.pool import RenderPool
+from ocrflow.route import route_page, settled_page
+from ocrflow.sinks import DocumentMeta, DocumentSink
+from ocrflow.sources import Source
+from ocrflow.types import DocStatus, DocumentResult, PageResult, PageStatus, Reason, Route
+from ocrflow.workspace import Workspace
+
+CHUNK_PAGES = 8
+
+
+class Progress(Protocol):
+    """Hears about work as it happens (progress bars, logs, run statistics)."""
+
+    def document_started(self, source: Source, pages: int) -> None: ...
+
+    def pages_finished(self, results: list[PageResult]) -> None: ...
+
+    def document_finished(self, source: Source, result: DocumentResult, skipped: bool) -> None: ...
+
+
+class PageBudget:
+    """A counting limiter that hands out several slots at once without deadlock."""
+
+    def __init__(self, slots: int) -> None:
+        self._slots = asyncio.Semaphore(slots)
+        self._grab = asyncio.Lock()
+
+    async def acquire(self, count: int) -> None:
+        # One taker at a time: two takers each holding half of what they need would wait
+        # for each other forever.
+        async with self._grab:
+            for _ in range(count):
+                await self._slots.acquire()
+
+    def release(self, count: int = 1) -> None:
+        for _ in range(count):
+            self._slots.release()
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentJob:
+    source: Source
+    rel: str
+    doc_id: str
+    content_sha256: str
+
+
+def content_hash(path: str) -> str:
+    """SHA-256 of a local file, streamed."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def document_id(content_sha256: str, fingerprint: str, rel: str) -> str:
+    """Deterministic id: the same bytes at the same place under the same settings."""
+    blob = f"{content_sha256}\0{fingerprint}\0{rel}".encode()
+    return hashlib.sha256(blob).hexdigest()[:24]
+
+
+class DocumentPipeline:
+    """Converts one document at a time (call ``convert`` concurrently for many)."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        pool: RenderPool,
+        reader: PageReader,
+        workspace: Workspace,
+        sink: DocumentSink,
+        budget: PageBudget,
+        progress: Progress,
+        fingerprint: str,
+        engine_name: str,
+        target_dim: int,
+    ) -> None:
+        self.config = config
+        self.pool = pool
+        self.reader = reader
+        self.workspace = workspace
+        self.sink = sink
+        self.budget = budget
+        self.progress = progress
+        self.fingerprint = fingerprint
+        self.engine_name = engine_name
+        self.passwords = tuple(p.get_secret_value() for p in config.passwords)
+        self.spec = RenderSpec(
+            target_dim=target_dim,
+            max_pixels=config.render.max_pixels,
+            max_page_points=config.render.max_page_points,
+            max_image_pixels=config.render.max_image_pixels,
+            text_layer=config.route.text_layer,
+            encoding=reader.image_encoding,
+        )
+
+    async def convert(self, job: DocumentJob) -> DocumentResult:
+        """Convert a document, or return its recorded result if it finished before."""
+        done = self.workspace.done_record(job.doc_id)
+        if done is not None:
+            result = _result_from_record(done)
+            self.progress.document_finished(job.source, result, skipped=True)
+            return result
+        result = await self._convert_fresh(job)
+        self.sink.write(result, self._meta(job))
+        self.workspace.mark_done(result, {"rel": job.rel, "content_sha256": job.content_sha256})
+        self.workspace.clear_pages(job.doc_id)
+        self.progress.document_finished(job.source, result, skipped=False)
+        return result
+
+    async def _convert_fresh(self, job: DocumentJob) -> DocumentResult:
+        failure = _unreadable(job.source)
+        if failure:
+            return _failed(job, *failure)
+        probe = await self.pool.probe(
+            ProbeJob(
+                job.source.uri, job.source.kind, self.passwords, self.config.render.max_image_pixels
+            )
+        )
+        if probe.reason:
+            return _failed(job, probe.reason, probe.error or probe.reason)
+        password = (
+            self.passwords[probe.password_index] if probe.password_index is not None else None
+        )
+        pages = select_pages(self.config.pages, probe.page_count)
+        if not pages:
+            return _failed(
+                job, Reason.EMPTY, "the page selection matches no page", probe.page_count
+            )
+        self.progress.document_started(job.source, len(pages))
+        results = await self._convert_pages(job, pages, password)
+        return assemble_document(
+            job.doc_id,
+            job.source.uri,
+            results,
+            probe.page_count,
+            max_fallback_rate=self.config.engine.max_page_error_rate,
+        )
+
+    async def _convert_pages(
+        self, job: DocumentJob, pages: tuple[int, ...], password: str | None
+    ) -> list[PageResult]:
+        done = self.workspace.load_pages(job.doc_id)
+        if done:
+            self.progress.pages_finished([p for n, p in done.items() if n in pages])
+        pending = [p for p in pages if p not in done]
+        chunks = [tuple(pending[i : i + CHUNK_PAGES]) for i in range(0, len(pending), CHUNK_PAGES)]
+        parts = await asyncio.gather(*(self._convert_chunk(job, c, password) for c in chunks))
+        return [done[p] for p in pages if p in done] + [r for part in parts for r in part]
+
+    async def _convert_chunk(
+        self, job: DocumentJob, pages: tuple[int, ...], password: str | None
+    ) -> list[PageResult]:
+        await self.budget.acquire(len(pages))
+        try:
+            rendered = await self.pool.render(
+                PageJob(job.source.uri, job.source.kind, pages, self.spec, password)
+            )
+            results = list(await asyncio.gather(*(self._finish_page(job, r) for r in rendered)))
+        finally:
+            self.budget.release(len(pages))
+        self.workspace.save_pages(job.doc_id, results)
+        self.progress.pages_finished(results)
+        return results
+
+    async def _finish_page(self, job: DocumentJob, page: RenderedPage) -> PageResult:
+        route = route_page(page, self.spec.text_layer)
+        if route is not Route.ENGINE:
+            return settled_page(page, route)
+        return await self.reader.read(page, f"{job.doc_id}:{page.page}")
+
+    def _meta(self, job: DocumentJob) -> DocumentMeta:
+        created = _mtime(job.source.uri)
+        return DocumentMeta(
+            job.rel, job.content_sha256, created, self.engine_name, self.fingerprint
+        )
+
+
+def assemble_document(
+    doc_id: str,
+    source: str,
+    pages: list[PageResult],
+    page_count: int,
+    *,
+    max_fallback_rate: float = 0.0,
+) -> DocumentResult:
+    """A document's status from its pages.
+
+    ok: every page converted by its intended route; partial: some pages failed, or more than
+    ``max_fallback_rate`` of them fell back (kept, marked, retried by ``ocrflow retry``);
+    failed: no page converted.
+    """
+    ordered = tuple(sorted(pages, key=lambda p: p.page))
+    failed = [p for p in ordered if p.status is PageStatus.FAILED]
+    fallbacks = [p for p in ordered if p.route is Route.FALLBACK and p.status is PageStatus.OK]
+    if failed and len(failed) == len(ordered):
+        reason, _ = Counter(p.reason or Reason.PAGE_ERRORS for p in failed).most_common(1)[0]
+        message = failed[0].error or reason
+        return DocumentResult(
+            doc_id, source, DocStatus.FAILED, ordered, page_count, reason, message
+        )
+    if failed:
+        reasons = Counter(p.reason or Reason.PAGE_ERRORS for p in failed)
+        message = f"{len(failed)} of {len(ordered)} pages failed: " + ", ".join(
+            f"{r} x{n}" for r, n in reasons.most_common()
+        )
+        return DocumentResult(
+            doc_id, source, DocStatus.PARTIAL, ordered, page_count, Reason.PAGE_ERRORS, message
+        )
+    if ordered and len(fallbacks) / len(ordered) > max_fallback_rate:
+        message = f"{len(fallbacks)} of {len(ordered)} pages fell back: {fallbacks[0].error}"
+        return DocumentResult(
+            doc_id, source, DocStatus.PARTIAL, ordered, page_count, Reason.FALLBACK_PAGES, message
+        )
+    return DocumentResult(doc_id, source, DocStatus.OK, ordered, page_count)
+
+
+def _unreadable(source: Source) -> tuple[str, str] | None:
+    if source.kind == "empty" or source.size == 0:
+        return Reason.EMPTY, "the file is empty (0 bytes)"
+    if source.kind not in {"pdf", "image"}:
+        return Reason.NOT_A_DOCUMENT, "not a PDF or an image (recognised by content)"
+    return None
+
+
+def _failed(job: DocumentJob, reason: str, message: str, page_count: int = 0) -> DocumentResult:
+    return DocumentResult(
+        job.doc_id, job.source.uri, DocStatus.FAILED, (), page_count, str(reason), message
+    )
+
+
+def _result_from_record(record: dict[str, object]) -> DocumentResult:
+    return DocumentResult(
+        str(record["doc_id"]),
+        str(record["source"]),
+        DocStatus(str(record["status"])),
+        page_count=int(record.get("page_count") or 0),  # type: ignore[call-overload]
+        reason=record.get("reason"),  # type: ignore[arg-type]
+        message=record.get("message"),  # type: ignore[arg-type]
+    )
+
+
+def _mtime(uri: str) -> float | None:
+    try:
+        return os.stat(uri).st_mtime
+    except OSError:
+        return None

@@ -1,0 +1,80 @@
+"""Turn a rendered page that needs OCR into a page result, through an engine.
+
+``PlainReader`` serves engines that answer plain text (the embedded engines). The VLM path,
+with recipes and an attempt policy, lives in ``vlm_reader.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ocrflow.engines.base import Engine
+from ocrflow.errors import EngineError
+from ocrflow.render.jobs import RenderedPage
+from ocrflow.types import PageRequest, PageResult, PageStatus, Reason, Route
+
+
+class PageReader(Protocol):
+    """Reads one rendered page that needs an engine."""
+
+    image_encoding: str
+
+    async def read(self, page: RenderedPage, page_key: str) -> PageResult: ...
+
+    async def aclose(self) -> None: ...
+
+
+class PlainReader:
+    """One engine call a page; on failure, fall back to whatever text layer there is."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.image_encoding = engine.image_encoding
+
+    async def aclose(self) -> None:
+        """Nothing of its own to close: the engine belongs to the session."""
+
+    async def read(self, page: RenderedPage, page_key: str) -> PageResult:
+        """OCR ``page``; an engine failure becomes a fallback or a failed page, never raises."""
+        assert page.image is not None
+        request = PageRequest(image=page.image, page_key=page_key)
+        try:
+            reply = await self.engine.infer(request)
+        except EngineError as exc:
+            return fallback_page(page, f"{type(exc).__name__}: {exc}", attempts=1)
+        attributes = {"rotation": reply.rotation, "engine": reply.engine, **reply.attributes}
+        return PageResult(
+            page.page,
+            reply.text,
+            Route.ENGINE,
+            attempts=1,
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            latency_s=reply.latency_s,
+            attributes=attributes,
+        )
+
+
+def fallback_page(page: RenderedPage, error: str, *, attempts: int, **extra: object) -> PageResult:
+    """A page the engine could not read: its text layer if it has one, else a failure."""
+    if page.text and page.text.strip():
+        return PageResult(
+            page.page,
+            page.text,
+            Route.FALLBACK,
+            PageStatus.OK,
+            attempts=attempts,
+            error=error,
+            reason=Reason.ENGINE_ERROR,
+            attributes={"fallback": "text_layer", **extra},
+        )
+    return PageResult(
+        page.page,
+        "",
+        Route.FALLBACK,
+        PageStatus.FAILED,
+        attempts=attempts,
+        error=error,
+        reason=Reason.ENGINE_ERROR,
+        attributes=dict(extra),
+    )

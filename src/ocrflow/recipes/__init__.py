@@ -1,0 +1,1 @@
+"""Recipes: one module a model family, data plus a parser."""

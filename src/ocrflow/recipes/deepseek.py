@@ -1,0 +1,176 @@
+"""DeepSeek-OCR (``deepseek-ai/DeepSeek-OCR``): grounded Markdown with boxes on a 0-999 grid.
+
+In ``grounding`` mode the reply is a sequence of regions::
+
+    <|ref|>title<|/ref|><|det|>[[62, 41, 937, 88]]<|/det|>
+    # Quarterly Report
+
+    <|ref|>image<|/ref|><|det|>[[90, 300, 520, 610]]<|/det|>
+
+each followed by its text. Labels seen: ``title``, ``sub_title``, ``text``, ``table``
+(HTML), ``image``, ``image_caption``, ``table_caption``, ``table_footnote``, ``equation``
+(LaTeX), and page furniture such as ``header``/``footer``. ``image`` regions become figure
+crops; boxes on the 0-999 grid become fractions of the page. ``free`` mode answers with
+plain Markdown. Serving settings follow vLLM's DeepSeek-OCR recipe.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ocrflow.errors import ParseError
+from ocrflow.recipes.base import ParsedPage
+from ocrflow.recipes.common import MALFORMED, pick_temperature, reject_loop, require_stop
+from ocrflow.recipes.layout import FigureSet, is_area, parse_box, scale_box
+from ocrflow.recipes.markup import (
+    TABLES_HTML,
+    check_table_format,
+    clean_empty_cells,
+    convert_tables,
+)
+from ocrflow.recipes.text import ensure_heading, normalize_whitespace, strip_meta_tokens
+from ocrflow.types import EngineReply, PageImage, PageRequest
+
+#: Prompt of each mode (the chat template puts the image token before it).
+PROMPTS = MappingProxyType(
+    {
+        "grounding": "<|grounding|>Convert the document to markdown.",
+        "free": "Free OCR.",
+    }
+)
+#: Image sizes of DeepSeek-OCR's native modes: 640 is one view with no crop tiles.
+MODE_SIZES = MappingProxyType({"tiny": 512, "small": 640, "base": 1024, "large": 1280})
+
+TEMPERATURES = (0.0, 0.1, 0.2, 0.3, 0.5)
+SERVER_FLAGS = (
+    "--logits_processors",
+    "vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor",
+    "--no-enable-prefix-caching",
+    "--mm-processor-cache-gb",
+    "0",
+    "--max-model-len",
+    "8192",
+)
+#: Arguments of the n-gram logits processor; 128821/128822 are ``<td>``/``</td>``.
+NGRAM_ARGS = MappingProxyType(
+    {"ngram_size": 30, "window_size": 90, "whitelist_token_ids": (128821, 128822)}
+)
+
+GRID = 999
+_REGION = re.compile(r"<\|ref\|>(.*?)<\|/ref\|>\s*<\|det\|>(.*?)<\|/det\|>", re.S)
+_BOX = re.compile(r"\[\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?){3}\s*\]")
+_CENTER = re.compile(r"</?center>", re.I)
+_TABLE = re.compile(r"<table\b.*?</table\s*>", re.S | re.I)
+_FURNITURE = {
+    "header": "page_header",
+    "page_header": "page_header",
+    "footer": "page_footer",
+    "page_footer": "page_footer",
+    "page_number": "page_number",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DeepseekRecipe:
+    """DeepSeek-OCR: image first, ``grounding`` or ``free`` prompt, 640 px (no tiling)."""
+
+    model: str = ""
+    name: str = "deepseek"
+    mode: str = "grounding"
+    target_dim: int = MODE_SIZES["small"]
+    temperatures: tuple[float, ...] = TEMPERATURES
+    #: The 8192-token context less room for the prompt and the image (up to ~900 tokens
+    #: when vLLM tiles an image larger than 640 px).
+    max_tokens: int = 7000
+    server_flags: tuple[str, ...] = SERVER_FLAGS
+    table_format: str = TABLES_HTML
+
+    def __post_init__(self) -> None:
+        if self.mode not in PROMPTS:
+            raise ValueError(f"DeepSeek-OCR mode must be one of {sorted(PROMPTS)}: {self.mode!r}")
+        check_table_format(self.table_format)
+
+    def build_request(
+        self, image: PageImage, attempt: int, *, max_tokens: int | None = None, page_key: str = ""
+    ) -> PageRequest:
+        """Image then prompt; special tokens kept so the grounding tags survive."""
+        extra: dict[str, Any] = {"skip_special_tokens": False, "vllm_xargs": _ngram_args()}
+        return PageRequest(
+            image=image,
+            prompt=PROMPTS[self.mode],
+            image_first=True,
+            temperature=pick_temperature(self.temperatures, attempt),
+            max_tokens=max_tokens or self.max_tokens,
+            extra_body=extra,
+            page_key=page_key,
+        )
+
+    def parse(self, reply: EngineReply) -> ParsedPage:
+        """Regions into Markdown in the order given; ``image`` regions into figures."""
+        require_stop(reply)
+        figures = FigureSet()
+        attributes: dict[str, Any] = {}
+        parts = [
+            self._region(label, box, text, figures, attributes)
+            for label, box, text in split_regions(reply.text)
+        ]
+        markdown = normalize_whitespace("\n\n".join(part for part in parts if part))
+        reject_loop(markdown)
+        return ParsedPage(markdown, 0, attributes | figures.attributes(), tuple(figures.figures))
+
+    def _region(
+        self, label: str, box: str, text: str, figures: FigureSet, attributes: dict[str, Any]
+    ) -> str:
+        """The Markdown of one region (page furniture goes to ``attributes``)."""
+        text = _CENTER.sub("", text).strip()
+        if label in _FURNITURE:
+            attributes.setdefault(_FURNITURE[label], []).append(text)
+            return ""
+        if label == "image":
+            return "\n\n".join(_figures(box, figures) + ([text] if text else []))
+        if label == "title":
+            return ensure_heading(text, 1)
+        if label == "sub_title":
+            return ensure_heading(text, 2)
+        if label == "table" or "<table" in text.lower():
+            return convert_tables(_clean_tables(text), self.table_format)
+        return text
+
+
+def _ngram_args() -> dict[str, Any]:
+    """A fresh copy of the n-gram processor arguments for one request."""
+    return {key: list(v) if isinstance(v, tuple) else v for key, v in NGRAM_ARGS.items()}
+
+
+def split_regions(text: str) -> list[tuple[str, str, str]]:
+    """``(label, box text, region text)`` for each grounded region, meta tokens stripped.
+
+    Text before the first region (all of a ``free`` reply) is one ``text`` region.
+    """
+    regions: list[tuple[str, str, str]] = []
+    matches = list(_REGION.finditer(text))
+    head = text[: matches[0].start()] if matches else text
+    if head.strip():
+        regions.append(("text", "", strip_meta_tokens(head)))
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        body = strip_meta_tokens(text[match.end() : end])
+        regions.append((match.group(1).strip().lower(), match.group(2), body))
+    return regions
+
+
+def _figures(box_text: str, figures: FigureSet) -> list[str]:
+    """A figure per box of an ``image`` region; ``ParseError`` on unreadable boxes."""
+    boxes = _BOX.findall(box_text)
+    if not boxes:
+        raise ParseError(f"image region without a box: {box_text!r}", reason=MALFORMED)
+    scaled = [scale_box(parse_box(box), GRID, GRID) for box in boxes]
+    return [figures.add(box, "image") for box in scaled if is_area(box)]
+
+
+def _clean_tables(text: str) -> str:
+    """Every HTML table in ``text`` without empty placeholder rows and columns."""
+    return _TABLE.sub(lambda match: clean_empty_cells(match.group(0)), text)

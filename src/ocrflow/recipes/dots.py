@@ -1,0 +1,185 @@
+"""dots.ocr (``rednote-hilab/dots.ocr``): a JSON layout, turned into Markdown in reading order.
+
+The reply is a JSON list of cells in reading order::
+
+    [{"bbox": [x1, y1, x2, y2], "category": "Title", "text": "# Annual Report"}, ...]
+
+with categories Caption, Footnote, Formula (LaTeX), List-item, Page-footer, Page-header,
+Picture (no text), Section-header, Table (HTML), Text and Title (Markdown). Boxes are in
+pixels of the image as the model saw it: the image sent, resized by the Qwen2-VL
+``smart_resize`` (factor 28). Placing pictures therefore needs the size of the image
+sent: the pipeline records it as ``image_width``/``image_height`` in
+``EngineReply.attributes`` before calling ``parse``. Page headers and footers become
+attributes, not body text. Prompt and sampling follow the dots.ocr repository.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ocrflow.errors import ParseError
+from ocrflow.recipes.base import ParsedPage
+from ocrflow.recipes.common import MALFORMED, pick_temperature, reject_loop, require_stop
+from ocrflow.recipes.layout import FigureSet, is_area, require_image_size, scale_box, smart_resize
+from ocrflow.recipes.markup import TABLES_HTML, check_table_format, convert_tables
+from ocrflow.recipes.text import (
+    ensure_heading,
+    normalize_whitespace,
+    strip_code_fence,
+    strip_meta_tokens,
+)
+from ocrflow.types import EngineReply, PageImage, PageRequest
+
+#: dots.ocr's ``prompt_layout_all_en``, word for word (the model was trained on it).
+LAYOUT_PROMPT = """Please output the layout information from the PDF image, including each \
+layout element's bbox, its category, and the corresponding text content within the bbox.
+
+1. Bbox format: [x1, y1, x2, y2]
+
+2. Layout Categories: The possible categories are ['Caption', 'Footnote', 'Formula', \
+'List-item', 'Page-footer', 'Page-header', 'Picture', 'Section-header', 'Table', 'Text', \
+'Title'].
+
+3. Text Extraction & Formatting Rules:
+    - Picture: For the 'Picture' category, the text field should be omitted.
+    - Formula: Format its text as LaTeX.
+    - Table: Format its text as HTML.
+    - All Others (Text, Title, etc.): Format their text as Markdown.
+
+4. Constraints:
+    - The output text must be the original text from the image, with no translation.
+    - All layout elements must be sorted according to human reading order.
+
+5. Final Output: The entire output must be a single JSON object.
+"""
+#: The image placeholder the dots.ocr client puts before the prompt: with it, vLLM does
+#: not insert its own placeholder plus a newline, so the prompt matches training.
+IMAGE_TOKENS = "<|img|><|imgpad|><|endofimg|>"
+
+#: dots.ocr image processor limits (``min_pixels``/``max_pixels``).
+MIN_PIXELS = 3136
+MAX_PIXELS = 11289600
+
+_FURNITURE = {"Page-header": "page_header", "Page-footer": "page_footer"}
+_SPACES = re.compile(r"\s+")
+_DISPLAY_MATH = re.compile(r"\A(?:\$\$(.*)\$\$|\\\[(.*)\\\])\Z", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class DotsRecipe:
+    """dots.ocr: image then layout prompt; JSON cells into Markdown, pictures into figures."""
+
+    model: str = ""
+    name: str = "dots"
+    prompt: str = IMAGE_TOKENS + LAYOUT_PROMPT
+    #: About 200 dpi on Letter/A4 pages, as the dots.ocr tools render.
+    target_dim: int = 2048
+    temperatures: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5, 0.7)
+    top_p: float = 0.9
+    max_tokens: int = 16384
+    server_flags: tuple[str, ...] = ("--trust-remote-code", "--max-model-len", "32768")
+    table_format: str = TABLES_HTML
+
+    def __post_init__(self) -> None:
+        check_table_format(self.table_format)
+
+    def build_request(
+        self, image: PageImage, attempt: int, *, max_tokens: int | None = None, page_key: str = ""
+    ) -> PageRequest:
+        """Image first, then the layout prompt."""
+        return PageRequest(
+            image=image,
+            prompt=self.prompt,
+            image_first=True,
+            temperature=pick_temperature(self.temperatures, attempt),
+            max_tokens=max_tokens or self.max_tokens,
+            extra_body={"top_p": self.top_p},
+            page_key=page_key,
+        )
+
+    def parse(self, reply: EngineReply) -> ParsedPage:
+        """Cells in order into Markdown; furniture into attributes; pictures into figures."""
+        require_stop(reply)
+        figures = FigureSet()
+        attributes: dict[str, Any] = {}
+        parts = [
+            (cell["category"], self._cell(cell, reply, figures, attributes))
+            for cell in load_cells(reply.text)
+        ]
+        markdown = normalize_whitespace(_join([part for part in parts if part[1]]))
+        reject_loop(markdown)
+        return ParsedPage(markdown, 0, attributes | figures.attributes(), tuple(figures.figures))
+
+    def _cell(
+        self, cell: dict[str, Any], reply: EngineReply, figures: FigureSet, attrs: dict[str, Any]
+    ) -> str:
+        """The Markdown of one cell (furniture goes to ``attrs``)."""
+        category, text = cell["category"], str(cell.get("text") or "").strip()
+        if category in _FURNITURE:
+            attrs.setdefault(_FURNITURE[category], []).append(_SPACES.sub(" ", text))
+            return ""
+        if category == "Picture":
+            return _picture(cell, reply, figures)
+        if category == "Formula":
+            return display_math(text)
+        if category == "Table":
+            return convert_tables(text, self.table_format)
+        if category == "List-item":
+            return text
+        if category in ("Title", "Section-header"):
+            return ensure_heading(text, 1 if category == "Title" else 2)
+        return _SPACES.sub(" ", text)
+
+
+def _join(parts: list[tuple[str, str]]) -> str:
+    """Cells as paragraphs; consecutive list items stay one list."""
+    pieces: list[str] = []
+    for i, (category, markdown) in enumerate(parts):
+        if i:
+            same_list = category == "List-item" == parts[i - 1][0]
+            pieces.append("\n" if same_list else "\n\n")
+        pieces.append(markdown)
+    return "".join(pieces)
+
+
+def load_cells(text: str) -> list[dict[str, Any]]:
+    """The reply's cells; ``ParseError`` unless it is a JSON list of cells with categories."""
+    raw = strip_code_fence(strip_meta_tokens(text).strip())
+    try:
+        cells = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"reply is not JSON: {exc}", reason=MALFORMED) from exc
+    if isinstance(cells, dict):
+        cells = [cells]
+    if not isinstance(cells, list) or not all(_is_cell(cell) for cell in cells):
+        raise ParseError("reply is not a list of layout cells", reason=MALFORMED)
+    return cells
+
+
+def _is_cell(cell: object) -> bool:
+    """Whether ``cell`` is a dict with a string category."""
+    return isinstance(cell, dict) and isinstance(cell.get("category"), str)
+
+
+def _picture(cell: dict[str, Any], reply: EngineReply, figures: FigureSet) -> str:
+    """A figure for a Picture cell, its box scaled from the resized image's pixels."""
+    bbox = cell.get("bbox")
+    if not isinstance(bbox, list) or len(bbox) != 4:
+        raise ParseError(f"Picture without a usable bbox: {bbox!r}", reason=MALFORMED)
+    if not all(isinstance(v, int | float) for v in bbox):
+        raise ParseError(f"Picture bbox is not numbers: {bbox!r}", reason=MALFORMED)
+    width, height = smart_resize(
+        *require_image_size(reply, "dots"), min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS
+    )
+    box = scale_box([float(v) for v in bbox], width, height)
+    return figures.add(box, "picture", str(cell.get("text") or "")) if is_area(box) else ""
+
+
+def display_math(latex: str) -> str:
+    """A formula as a ``$$`` block (``\\[...\\]`` and ``$$...$$`` unwrapped first)."""
+    match = _DISPLAY_MATH.match(latex.strip())
+    inner = next((g for g in match.groups() if g is not None), "") if match else latex
+    return f"$$\n{inner.strip()}\n$$" if inner.strip() else ""

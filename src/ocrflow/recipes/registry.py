@@ -1,0 +1,64 @@
+"""Which recipe reads which model. Adding a model family: one module, one line below."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from ocrflow.errors import ConfigError
+from ocrflow.recipes.base import Recipe
+from ocrflow.recipes.chandra import ChandraRecipe
+from ocrflow.recipes.deepseek import DeepseekRecipe
+from ocrflow.recipes.dots import DotsRecipe
+from ocrflow.recipes.markdown import markdown_recipe
+from ocrflow.recipes.olmocr import OlmocrRecipe
+
+#: Recipe name → factory; every factory takes ``model=`` plus the recipe's own options.
+RECIPES: Mapping[str, Callable[..., Recipe]] = MappingProxyType(
+    {
+        "olmocr": OlmocrRecipe,
+        "deepseek": DeepseekRecipe,
+        "dots": DotsRecipe,
+        "chandra": ChandraRecipe,
+        "markdown": markdown_recipe,
+    }
+)
+
+#: Model-name patterns (searched case-insensitively), first match wins; else "markdown".
+MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"olmocr", "olmocr"),
+    (r"deepseek[-_.]?ocr", "deepseek"),
+    (r"dots[-_.]?m?ocr", "dots"),
+    (r"chandra", "chandra"),
+)
+DEFAULT_RECIPE = "markdown"
+
+
+def recipe_name_for_model(model_name: str) -> str:
+    """The recipe a model name implies ("markdown" when none is recognised)."""
+    for pattern, name in MODEL_PATTERNS:
+        if re.search(pattern, model_name, re.IGNORECASE):
+            return name
+    return DEFAULT_RECIPE
+
+
+def recipe_for_model(model_name: str, recipe: str | None = None, **options: Any) -> Recipe:
+    """The recipe for ``model_name``: ``recipe`` when given, else the one its name implies.
+
+    ``options`` override the recipe's defaults (``target_dim``, ``guided``, ``mode``, ...).
+    ``guided=False`` is every recipe's default and is dropped, so a run configuration may
+    always pass it; ``guided=True`` for a recipe without guided decoding is refused.
+    Raises ``ConfigError`` for an unknown recipe name or option.
+    """
+    name = recipe or recipe_name_for_model(model_name)
+    if name not in RECIPES:
+        valid = ", ".join(sorted(RECIPES))
+        raise ConfigError(f"unknown recipe {name!r}; valid recipes: {valid}")
+    if options.get("guided") is False:
+        del options["guided"]
+    try:
+        return RECIPES[name](model=model_name, **options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bad option for recipe {name!r}: {exc}") from exc

@@ -1,0 +1,1 @@
+"""Opening documents, rendering pages, text layers and blank detection."""

@@ -1,0 +1,234 @@
+"""Work for render worker processes. Every function here returns errors as data, never raises,
+so one bad page never takes its neighbours down and results pickle cleanly."""
+
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass, field
+
+from PIL import Image
+
+from ocrflow.errors import RenderError
+from ocrflow.render.blank import is_blank_image
+from ocrflow.render.pdf import open_pdf, page_count, render_pdf_page
+from ocrflow.render.raster import frame_count, open_image, render_frame
+from ocrflow.render.textlayer import extract_text_layer, score_text_layer
+from ocrflow.types import PageImage, Reason
+
+
+@dataclass(frozen=True, slots=True)
+class RenderSpec:
+    """How to turn a page into what the router and engine need."""
+
+    target_dim: int = 1288
+    max_pixels: int = 40_000_000
+    max_page_points: float = 200_000.0
+    max_image_pixels: int = 400_000_000
+    text_layer: str = "auto"
+    #: "raw" pixels for in-process engines, or "png"/"jpeg" for the wire.
+    encoding: str = "raw"
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeJob:
+    path: str
+    kind: str
+    passwords: tuple[str, ...] = ()
+    max_image_pixels: int = 400_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentProbe:
+    """What opening a document told us; ``reason`` is set when it cannot be converted."""
+
+    page_count: int = 0
+    password_index: int | None = None
+    reason: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PageJob:
+    path: str
+    kind: str
+    pages: tuple[int, ...]
+    spec: RenderSpec
+    password: str | None = None
+    #: Extra clockwise rotation, in degrees, for pages an engine found sideways.
+    rotations: tuple[tuple[int, int], ...] = ()
+    #: Render even when the text layer is good (used for re-OCR on request).
+    force_image: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedPage:
+    """One page out of a worker: a good text layer, a blank verdict, an image, or an error."""
+
+    page: int
+    image: PageImage | None = None
+    text: str | None = None
+    text_ok: bool = False
+    text_score: float | None = None
+    text_reasons: tuple[str, ...] = ()
+    blank: bool = False
+    reason: str | None = None
+    error: str | None = None
+    elapsed_s: float = 0.0
+    attributes: dict[str, object] = field(default_factory=dict)
+
+
+def probe_document(job: ProbeJob) -> DocumentProbe:
+    """Open a document and count its pages."""
+    try:
+        if job.kind == "pdf":
+            pdf, password_index = open_pdf(job.path, job.passwords)
+            try:
+                return DocumentProbe(page_count(pdf), password_index)
+            finally:
+                pdf.close()
+        image = open_image(job.path, max_image_pixels=job.max_image_pixels)
+        with image:
+            return DocumentProbe(frame_count(image))
+    except RenderError as exc:
+        return DocumentProbe(reason=exc.reason, error=str(exc))
+    except Exception as exc:  # PDFium and PIL raise many things on hostile input
+        return DocumentProbe(reason=Reason.CORRUPT, error=f"{type(exc).__name__}: {exc}")
+
+
+def render_pages(job: PageJob) -> list[RenderedPage]:
+    """Render the pages of one job, each independently."""
+    try:
+        if job.kind == "pdf":
+            return _render_pdf_pages(job)
+        return _render_image_frames(job)
+    except RenderError as exc:
+        return [RenderedPage(p, reason=exc.reason, error=str(exc)) for p in job.pages]
+
+
+def _render_pdf_pages(job: PageJob) -> list[RenderedPage]:
+    pdf, _ = open_pdf(job.path, (job.password,) if job.password else ())
+    try:
+        if job.spec.text_layer != "only":
+            pdf.init_forms()  # so filled form fields show in the rendered page
+        rotations = dict(job.rotations)
+        return [_one_pdf_page(pdf, p, job, rotations.get(p, 0)) for p in job.pages]
+    finally:
+        pdf.close()
+
+
+def _one_pdf_page(pdf: object, number: int, job: PageJob, rotation: int) -> RenderedPage:
+    started = time.perf_counter()
+    try:
+        page = pdf[number - 1]  # type: ignore[index]
+    except Exception as exc:
+        return RenderedPage(number, reason=Reason.CORRUPT, error=f"cannot load page: {exc}")
+    try:
+        return _route_pdf_page(page, number, job, rotation, started)
+    except RenderError as exc:
+        return RenderedPage(number, reason=exc.reason, error=str(exc))
+    except Exception as exc:
+        return RenderedPage(
+            number, reason=Reason.RENDER_ERROR, error=f"{type(exc).__name__}: {exc}"
+        )
+    finally:
+        page.close()
+
+
+def _route_pdf_page(
+    page: object, number: int, job: PageJob, rotation: int, started: float
+) -> RenderedPage:
+    spec = job.spec
+    text, ok, score, reasons = None, False, None, ()
+    if spec.text_layer != "off":
+        layer = extract_text_layer(page)
+        quality = score_text_layer(layer)
+        text, ok, score, reasons = layer.text, quality.ok, quality.score, quality.reasons
+    if spec.text_layer == "only" or (ok and not job.force_image and not rotation):
+        return RenderedPage(
+            number,
+            text=text,
+            text_ok=ok,
+            text_score=score,
+            text_reasons=reasons,
+            elapsed_s=time.perf_counter() - started,
+        )
+    image = render_pdf_page(
+        page,  # type: ignore[arg-type]
+        target_dim=spec.target_dim,
+        max_page_points=spec.max_page_points,
+        max_pixels=spec.max_pixels,
+        rotation=rotation,
+    )
+    return _finish_image(
+        number, image, spec, started, text=text, ok=ok, score=score, reasons=reasons
+    )
+
+
+def _render_image_frames(job: PageJob) -> list[RenderedPage]:
+    image = open_image(job.path, max_image_pixels=job.spec.max_image_pixels)
+    rotations = dict(job.rotations)
+    with image:
+        return [_one_frame(image, p, job.spec, rotations.get(p, 0)) for p in job.pages]
+
+
+def _one_frame(image: Image.Image, number: int, spec: RenderSpec, rotation: int) -> RenderedPage:
+    started = time.perf_counter()
+    if spec.text_layer == "only":
+        return RenderedPage(number, text=None, text_reasons=("no_text_layer",))
+    try:
+        frame = render_frame(image, number, target_dim=spec.target_dim)
+        if rotation:
+            frame = frame.rotate(-rotation, expand=True)
+    except RenderError as exc:
+        return RenderedPage(number, reason=exc.reason, error=str(exc))
+    except Exception as exc:
+        return RenderedPage(
+            number, reason=Reason.RENDER_ERROR, error=f"{type(exc).__name__}: {exc}"
+        )
+    return _finish_image(number, frame, spec, started)
+
+
+def _finish_image(
+    number: int,
+    image: Image.Image,
+    spec: RenderSpec,
+    started: float,
+    *,
+    text: str | None = None,
+    ok: bool = False,
+    score: float | None = None,
+    reasons: tuple[str, ...] = (),
+) -> RenderedPage:
+    blank = is_blank_image(image) and not (text and text.strip())
+    encoded = None if blank else encode_image(image, spec.encoding)
+    return RenderedPage(
+        number,
+        image=encoded,
+        text=text,
+        text_ok=ok,
+        text_score=score,
+        text_reasons=reasons,
+        blank=blank,
+        elapsed_s=time.perf_counter() - started,
+    )
+
+
+def encode_image(image: Image.Image, encoding: str) -> PageImage:
+    """Pack ``image`` for an engine: raw pixels, or a PNG/JPEG file."""
+    if encoding == "raw":
+        return PageImage(image.tobytes(), image.width, image.height, "raw", image.mode)
+    buffer = io.BytesIO()
+    if encoding == "jpeg":
+        image.save(buffer, format="JPEG", quality=92)
+    else:
+        image.save(buffer, format="PNG", compress_level=1)
+    return PageImage(buffer.getvalue(), image.width, image.height, encoding, image.mode)
+
+
+def decode_image(image: PageImage) -> Image.Image:
+    """The inverse of ``encode_image``."""
+    if image.encoding == "raw":
+        return Image.frombytes(image.mode, (image.width, image.height), image.data)
+    with Image.open(io.BytesIO(image.data)) as opened:
+        return opened.convert("RGB")

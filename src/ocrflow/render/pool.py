@@ -1,0 +1,101 @@
+"""A pool of render worker processes with per-page timeouts, crash isolation and a memory cap.
+
+PDFium is not thread-safe, so rendering happens in processes. A page that hangs or crashes
+its worker costs only that worker: pebble kills and replaces it, and the pages that shared
+its job are rendered again one by one so the culprit is named precisely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import resource
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from pebble import ProcessExpired, ProcessPool
+
+from ocrflow.render.jobs import (
+    DocumentProbe,
+    PageJob,
+    ProbeJob,
+    RenderedPage,
+    probe_document,
+    render_pages,
+)
+from ocrflow.types import Reason
+
+_OPEN_ALLOWANCE_S = 30.0
+
+
+def _limit_memory(limit_mb: int) -> None:
+    limit = limit_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+class RenderPool:
+    """Owns the worker processes; ``async`` methods are safe to call from one event loop."""
+
+    def __init__(self, workers: int, *, page_timeout_s: float, memory_mb: int) -> None:
+        self.workers = workers
+        self.page_timeout_s = page_timeout_s
+        self._pool = ProcessPool(
+            max_workers=workers,
+            max_tasks=500,  # recycle workers now and then: PDFium keeps caches
+            initializer=_limit_memory,
+            initargs=(memory_mb,),
+            context=multiprocessing.get_context("forkserver"),
+        )
+        self._slots = asyncio.Semaphore(workers * 2)
+
+    async def probe(self, job: ProbeJob) -> DocumentProbe:
+        """Open a document in a worker and count its pages."""
+        try:
+            return await self._run(probe_document, job, _OPEN_ALLOWANCE_S + self.page_timeout_s)
+        except FutureTimeout:
+            return DocumentProbe(reason=Reason.TIMEOUT, error="opening the document timed out")
+        except ProcessExpired as exc:
+            return DocumentProbe(reason=_crash_reason(exc), error=_crash_message(exc))
+
+    async def render(self, job: PageJob) -> list[RenderedPage]:
+        """Render a job's pages; a timeout or crash is narrowed down to single pages."""
+        timeout = _OPEN_ALLOWANCE_S + self.page_timeout_s * len(job.pages)
+        try:
+            return await self._run(render_pages, job, timeout)
+        except (FutureTimeout, ProcessExpired) as exc:
+            if len(job.pages) > 1:
+                singles = [_single(job, page) for page in job.pages]
+                parts = await asyncio.gather(*(self.render(s) for s in singles))
+                return [page for part in parts for page in part]
+            return [_failed_page(job.pages[0], exc, self.page_timeout_s)]
+
+    async def _run(self, fn, job, timeout: float):  # type: ignore[no-untyped-def]
+        async with self._slots:
+            future = self._pool.schedule(fn, args=(job,), timeout=timeout)
+            return await asyncio.wrap_future(future)
+
+    def close(self) -> None:
+        """Stop the workers; pending jobs are dropped (the workspace makes them resumable)."""
+        self._pool.stop()
+        self._pool.join(timeout=10)
+
+
+def _single(job: PageJob, page: int) -> PageJob:
+    return PageJob(
+        job.path, job.kind, (page,), job.spec, job.password, job.rotations, job.force_image
+    )
+
+
+def _failed_page(page: int, exc: BaseException, timeout_s: float) -> RenderedPage:
+    if isinstance(exc, ProcessExpired):
+        return RenderedPage(page, reason=_crash_reason(exc), error=_crash_message(exc))
+    return RenderedPage(page, reason=Reason.TIMEOUT, error=f"rendering took over {timeout_s:.0f} s")
+
+
+def _crash_reason(exc: ProcessExpired) -> str:
+    # An abort (SIGABRT) or kill inside PDFium under the memory cap almost always means an
+    # allocation it could not make.
+    return Reason.TOO_LARGE if exc.exitcode in (-6, -9) else Reason.RENDER_ERROR
+
+
+def _crash_message(exc: ProcessExpired) -> str:
+    return f"render worker died (exit code {exc.exitcode}) on this page"

@@ -1,0 +1,65 @@
+"""Open raster images (png, jpeg, tiff incl. multi-page, webp) as documents of frames."""
+
+from __future__ import annotations
+
+import warnings
+
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from ocrflow.errors import RenderError
+from ocrflow.types import Reason
+
+
+def open_image(path: str, *, max_image_pixels: int) -> Image.Image:
+    """Open an image lazily, refusing decompression bombs before any pixel is decoded."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(path)
+    except (
+        UnidentifiedImageError,
+        Image.DecompressionBombError,
+        Image.DecompressionBombWarning,
+    ) as exc:
+        raise _classify(exc) from exc
+    except OSError as exc:
+        raise RenderError(f"unreadable image: {exc}", reason=Reason.CORRUPT) from exc
+    if image.width * image.height > max_image_pixels:
+        image.close()
+        raise RenderError(
+            f"image is {image.width}x{image.height} px, over the limit", reason=Reason.TOO_LARGE
+        )
+    return image
+
+
+def _classify(exc: Exception) -> RenderError:
+    if isinstance(exc, UnidentifiedImageError):
+        return RenderError(f"not an image PIL can read: {exc}", reason=Reason.NOT_A_DOCUMENT)
+    return RenderError(f"image too large: {exc}", reason=Reason.TOO_LARGE)
+
+
+def frame_count(image: Image.Image) -> int:
+    """Frames in a (possibly multi-page) image."""
+    return max(1, int(getattr(image, "n_frames", 1)))
+
+
+def render_frame(image: Image.Image, frame: int, *, target_dim: int) -> Image.Image:
+    """Frame ``frame`` (1-based) upright per EXIF, scaled so its longest side is ``target_dim``."""
+    try:
+        image.seek(frame - 1)
+        if image.format == "JPEG":
+            # Let libjpeg decode at a reduced scale: far less memory and time for big photos.
+            image.draft("RGB", (target_dim, target_dim))
+        frame_image = ImageOps.exif_transpose(image.convert("RGB"))
+    except (OSError, ValueError, EOFError) as exc:
+        raise RenderError(f"cannot decode frame {frame}: {exc}", reason=Reason.CORRUPT) from exc
+    return fit_longest_side(frame_image, target_dim)
+
+
+def fit_longest_side(image: Image.Image, target_dim: int) -> Image.Image:
+    """Resize so the longest side is ``target_dim`` (down or up), keeping the aspect ratio."""
+    scale = target_dim / max(image.size)
+    if abs(scale - 1) < 1e-3:
+        return image
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    return image.resize(size, Image.Resampling.LANCZOS if scale < 1 else Image.Resampling.BICUBIC)

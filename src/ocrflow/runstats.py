@@ -1,0 +1,81 @@
+"""Counting what a run did, for its summary, its record in the workspace and the exit code."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ocrflow.sources import Source
+from ocrflow.types import DocStatus, DocumentResult, PageResult
+
+
+@dataclass
+class RunStats:
+    """Mutable tallies owned by one run (not shared across runs or modules)."""
+
+    started: float = field(default_factory=time.time)
+    finished: float | None = None
+    documents: Counter[str] = field(default_factory=Counter)
+    pages: Counter[str] = field(default_factory=Counter)
+    routes: Counter[str] = field(default_factory=Counter)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    skipped_documents: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+    def document_started(self, source: Source, pages: int) -> None:
+        pass
+
+    def pages_finished(self, results: list[PageResult]) -> None:
+        for page in results:
+            self.pages[str(page.status)] += 1
+            self.routes[str(page.route)] += 1
+            self.tokens_in += page.tokens_in
+            self.tokens_out += page.tokens_out
+
+    def document_finished(self, source: Source, result: DocumentResult, skipped: bool) -> None:
+        self.documents[str(result.status)] += 1
+        self.skipped_documents += int(skipped)
+        if result.status is not DocStatus.OK:
+            self.failures.append(
+                {
+                    "source": source.uri,
+                    "status": str(result.status),
+                    "reason": result.reason,
+                    "message": result.message,
+                }
+            )
+
+    @property
+    def elapsed_s(self) -> float:
+        return (self.finished or time.time()) - self.started
+
+    @property
+    def pages_done(self) -> int:
+        return sum(self.pages.values())
+
+    def exit_code(self) -> int:
+        """0 when every document converted fully, 1 otherwise."""
+        bad = self.documents[str(DocStatus.FAILED)] + self.documents[str(DocStatus.PARTIAL)]
+        return 1 if bad else 0
+
+    def record(self, run_id: str, worker: str) -> dict[str, Any]:
+        """The run's figures as saved in the workspace."""
+        elapsed = max(self.elapsed_s, 1e-9)
+        return {
+            "run_id": run_id,
+            "worker": worker,
+            "started": self.started,
+            "finished": self.finished,
+            "elapsed_s": round(elapsed, 3),
+            "documents": dict(self.documents),
+            "documents_skipped": self.skipped_documents,
+            "pages": dict(self.pages),
+            "routes": dict(self.routes),
+            "pages_per_s": round(self.pages_done / elapsed, 3),
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "tokens_out_per_s": round(self.tokens_out / elapsed, 3),
+        }

@@ -1,0 +1,153 @@
+"""Expand inputs (files, directories, globs, ``@list.txt``, fsspec URLs) into sources.
+
+A source's kind is recognised by its first bytes, not by its name.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ocrflow.errors import SourceError
+
+DOCUMENT_SUFFIXES = frozenset(
+    {".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp", ".gif", ".jp2"}
+)
+_SNIFF_BYTES = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One input file. ``rel`` is its path relative to the input that named it."""
+
+    uri: str
+    rel: str
+    kind: str
+    size: int
+
+
+def sniff_kind(head: bytes) -> str:
+    """``pdf``, ``image``, ``empty`` or ``unknown`` from a file's first bytes."""
+    if not head:
+        return "empty"
+    # PDFium accepts up to 1 KiB of junk before the header, as many real files have.
+    if b"%PDF-" in head[:_SNIFF_BYTES]:
+        return "pdf"
+    if head.startswith((b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM")):
+        return "image"
+    if head.startswith((b"GIF87a", b"GIF89a")) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP"):
+        return "image"
+    if head.startswith((b"\x00\x00\x00\x0cjP  ", b"\xff\x4f\xff\x51")):
+        return "image"
+    return "unknown"
+
+
+def expand_inputs(inputs: Iterable[str], *, exclude: Iterable[str] = ()) -> list[Source]:
+    """All sources the inputs name, in a stable order, without duplicates.
+
+    Files named explicitly are always kept (an unrecognised one fails later with a reason);
+    files found by walking a directory or glob are kept when their content or suffix says
+    they are documents. Paths under ``exclude`` (the output directory) are skipped.
+    """
+    excluded = tuple(os.path.realpath(e) for e in exclude if "://" not in e)
+    seen: set[str] = set()
+    sources: list[Source] = []
+    for item in inputs:
+        for source in _expand_one(item):
+            key = source.uri
+            if key in seen or _is_under(key, excluded):
+                continue
+            seen.add(key)
+            sources.append(source)
+    return sources
+
+
+def _expand_one(item: str) -> Iterator[Source]:
+    if item.startswith("@"):
+        yield from _expand_list_file(item[1:])
+    elif "://" in item and not item.startswith("file://"):
+        from ocrflow.remote import expand_remote
+
+        yield from expand_remote(item)
+    else:
+        yield from _expand_local(item.removeprefix("file://"))
+
+
+def _expand_list_file(path: str) -> Iterator[Source]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise SourceError(f"cannot read list file {path}: {exc.strerror}") from exc
+    for line in lines:
+        line = line.strip()
+        if line and not line.startswith("#"):
+            yield from _expand_one(line)
+
+
+def _expand_local(item: str) -> Iterator[Source]:
+    path = Path(item)
+    if path.is_dir():
+        yield from _walk(path)
+    elif path.exists():
+        yield _local_source(path, path.name, explicit=True)
+    elif glob.has_magic(item):
+        matches = sorted(glob.glob(item, recursive=True))
+        if not matches:
+            raise SourceError(f"no file matches {item}")
+        root = Path(_glob_root(item))
+        for match in matches:
+            m = Path(match)
+            if m.is_dir():
+                yield from _walk(m)
+            elif m.is_file() and _looks_like_document(m):
+                yield _local_source(m, _rel_posix(m, root), explicit=True)
+    else:
+        raise SourceError(f"no such file or directory: {item}")
+
+
+def _walk(root: Path) -> Iterator[Source]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if name.startswith(".") or not path.is_file():
+                continue
+            if _looks_like_document(path):
+                yield _local_source(path, _rel_posix(path, root), explicit=False)
+
+
+def _looks_like_document(path: Path) -> bool:
+    return path.suffix.lower() in DOCUMENT_SUFFIXES or sniff_kind(_head(path)) in {"pdf", "image"}
+
+
+def _local_source(path: Path, rel: str, *, explicit: bool) -> Source:
+    head = _head(path)
+    return Source(uri=str(path.resolve()), rel=rel, kind=sniff_kind(head), size=path.stat().st_size)
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(_SNIFF_BYTES)
+    except OSError:
+        return b""
+
+
+def _rel_posix(path: Path, root: Path) -> str:
+    try:
+        return PurePosixPath(path.resolve().relative_to(root.resolve())).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _glob_root(pattern: str) -> str:
+    parts = Path(pattern).parts
+    fixed = [p for p in parts[: next(i for i, p in enumerate(parts) if glob.has_magic(p))]]
+    return str(Path(*fixed)) if fixed else "."
+
+
+def _is_under(uri: str, roots: tuple[str, ...]) -> bool:
+    return any(uri == r or uri.startswith(r + os.sep) for r in roots)

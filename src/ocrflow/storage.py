@@ -1,0 +1,117 @@
+"""Byte storage under one root: a local directory or any fsspec location.
+
+Every write is atomic: a reader sees the old object or the new one, never half of one.
+Locally that is a temp file and ``os.replace``; object stores write objects whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Protocol
+
+from ocrflow.errors import WorkspaceError
+
+
+class Store(Protocol):
+    """The few operations the workspace and sinks need."""
+
+    root: str
+
+    def read_bytes(self, key: str) -> bytes | None: ...
+
+    def write_bytes(self, key: str, data: bytes) -> None: ...
+
+    def create_exclusive(self, key: str, data: bytes) -> bool: ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def list(self, prefix: str) -> list[str]: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def url(self, key: str) -> str: ...
+
+
+class LocalStore:
+    """A store in a local directory."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = str(Path(root).resolve())
+        Path(self.root).mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        path = Path(self.root, key).resolve()
+        if not str(path).startswith(self.root + os.sep) and str(path) != self.root:
+            raise WorkspaceError(f"refusing to write outside the output directory: {key!r}")
+        return path
+
+    def read_bytes(self, key: str) -> bytes | None:
+        """The object's bytes, or ``None`` when it does not exist."""
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def write_bytes(self, key: str, data: bytes) -> None:
+        """Write ``data`` atomically (temp file in the same directory, fsync, rename)."""
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        """Create the object only if it does not exist; ``False`` if it already did."""
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        try:
+            os.link(tmp, path)  # atomic and fails if the name exists
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).exists()
+
+    def list(self, prefix: str) -> list[str]:
+        """Keys directly or indirectly under ``prefix``, relative to the root, sorted."""
+        base = self._path(prefix)
+        if not base.is_dir():
+            return []
+        return sorted(
+            str(p.relative_to(self.root)).replace(os.sep, "/")
+            for p in base.rglob("*")
+            if p.is_file() and not p.name.startswith(".tmp-")
+        )
+
+    def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(key).unlink()
+
+    def url(self, key: str) -> str:
+        return str(self._path(key))
+
+
+def open_store(location: str) -> Store:
+    """A store for a local path or ``file://`` URL, or any other fsspec URL."""
+    if "://" not in location or location.startswith("file://"):
+        return LocalStore(location.removeprefix("file://"))
+    from ocrflow.remote import FsspecStore
+
+    return FsspecStore(location)

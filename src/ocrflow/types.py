@@ -1,0 +1,125 @@
+"""The nouns every stage shares. Imports nothing of ours."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Route(enum.StrEnum):
+    """Which path produced a page's text."""
+
+    TEXT_LAYER = "text_layer"
+    ENGINE = "engine"
+    BLANK = "blank"
+    FALLBACK = "fallback"
+    NONE = "none"
+
+
+class PageStatus(enum.StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class DocStatus(enum.StrEnum):
+    OK = "ok"
+    PARTIAL = "partial"
+    FAILED = "failed"
+
+
+class Reason(enum.StrEnum):
+    """Why a document or page did not convert fully."""
+
+    NOT_A_DOCUMENT = "not_a_document"
+    ENCRYPTED = "encrypted"
+    CORRUPT = "corrupt"
+    EMPTY = "empty"
+    TOO_LARGE = "too_large"
+    TIMEOUT = "timeout"
+    RENDER_ERROR = "render_error"
+    ENGINE_ERROR = "engine_error"
+    PAGE_ERRORS = "page_errors"
+    FALLBACK_PAGES = "fallback_pages"
+    NO_TEXT_LAYER = "no_text_layer"
+    UNREADABLE = "unreadable"
+
+
+@dataclass(frozen=True, slots=True)
+class PageImage:
+    """A rendered page, upright, ready for an engine.
+
+    ``data`` is either raw pixels (``encoding == "raw"``, 8-bit ``mode`` such as "RGB" or "L")
+    or an encoded file ("png", "jpeg", "webp").
+    """
+
+    data: bytes
+    width: int
+    height: int
+    encoding: str = "png"
+    mode: str = "RGB"
+
+    @property
+    def media_type(self) -> str:
+        return {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}.get(
+            self.encoding, "application/octet-stream"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PageRequest:
+    """One engine call: an image plus what the recipe wants said about it."""
+
+    image: PageImage
+    prompt: str | None = None
+    image_first: bool = True
+    temperature: float = 0.0
+    max_tokens: int = 4096
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    page_key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineReply:
+    """What an engine answered for one request."""
+
+    text: str
+    finish_reason: str = "stop"
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    rotation: int = 0
+    engine: str = ""
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PageResult:
+    """The outcome for one page of one document. ``page`` is 1-based."""
+
+    page: int
+    text: str
+    route: Route
+    status: PageStatus = PageStatus.OK
+    attempts: int = 0
+    error: str | None = None
+    reason: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentResult:
+    """The outcome for one document."""
+
+    doc_id: str
+    source: str
+    status: DocStatus
+    pages: tuple[PageResult, ...] = ()
+    page_count: int = 0
+    reason: str | None = None
+    message: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,248 @@
+"""Read a page with a VLM: recipe-built requests, classified retries, and fallbacks.
+
+Failures are sorted into four kinds (the reference pipeline mixes them up):
+transient (backoff, no attempt consumed), fixable (shrink the image or the token budget),
+content (next attempt at the recipe's next temperature), permanent (fall back now).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import io
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from PIL import Image
+
+from ocrflow.engines.base import Engine
+from ocrflow.errors import EngineError, EngineRejected, EngineUnavailable, ParseError
+from ocrflow.policy import AttemptPolicy, TransportPolicy
+from ocrflow.reader import fallback_page
+from ocrflow.recipes.base import ParsedPage, Recipe
+from ocrflow.render.jobs import RenderedPage, decode_image, encode_image
+from ocrflow.storage import Store
+from ocrflow.types import EngineReply, PageImage, PageRequest, PageResult, Route
+
+log = logging.getLogger("ocrflow.vlm")
+
+
+class DeadlinePassed(Exception):
+    """The page's deadline passed before an answer came."""
+
+
+@dataclass
+class _Attempts:
+    """Mutable state of one page's attempts (local to one ``read`` call)."""
+
+    image: PageImage
+    max_tokens: int
+    attempt: int = 0
+    shrinks: int = 0
+    rotations: int = 0
+    rotation: int = 0
+    transient: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    last_error: str = ""
+
+
+class VlmReader:
+    """Pairs a recipe with an engine; falls back to the text layer or a CPU engine."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        recipe: Recipe,
+        *,
+        store: Store,
+        transport: TransportPolicy | None = None,
+        attempts: AttemptPolicy | None = None,
+        fallback_engine: Callable[[], Engine] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.engine = engine
+        self.recipe = recipe
+        self.store = store
+        self.transport = transport or TransportPolicy()
+        self.policy = attempts or AttemptPolicy()
+        self.image_encoding = engine.image_encoding
+        self._fallback_factory = fallback_engine
+        self._fallback: Engine | None = None
+        self._rng = random.Random(seed)
+
+    async def read(self, page: RenderedPage, page_key: str) -> PageResult:
+        """The page's Markdown, or a recorded fallback; never raises for engine trouble."""
+        assert page.image is not None
+        state = _Attempts(page.image, self.recipe.max_tokens)
+        deadline = time.monotonic() + self.transport.page_deadline_s
+        while state.attempt < len(self.recipe.temperatures):
+            try:
+                parsed = await self._one_attempt(state, page_key, deadline)
+            except DeadlinePassed:
+                state.last_error = f"deadline of {self.transport.page_deadline_s:.0f} s passed"
+                break
+            except EngineRejected as exc:
+                state.last_error = str(exc)
+                if not (exc.context_overflow and await self._shrink(state)):
+                    break
+                continue
+            except (ParseError, _RotateAndRetry) as exc:
+                state.last_error = str(exc)
+                state.attempt += 1
+                continue
+            return self._success(page, parsed, state, page_key)
+        return await self._fall_back(page, state)
+
+    async def _one_attempt(self, state: _Attempts, page_key: str, deadline: float) -> ParsedPage:
+        request = self.recipe.build_request(
+            state.image, state.attempt, max_tokens=state.max_tokens, page_key=page_key
+        )
+        reply = await self._call(request, state, deadline)
+        reply = dataclasses.replace(
+            reply,
+            attributes={
+                **reply.attributes,
+                "image_width": state.image.width,
+                "image_height": state.image.height,
+            },
+        )
+        parsed = self.recipe.parse(reply)
+        if parsed.rotation % 360 and state.rotations < self.policy.max_rotations:
+            await self._rotate(state, parsed.rotation)
+            raise _RotateAndRetry(f"model reported the page turned by {parsed.rotation}")
+        return parsed
+
+    async def _call(self, request: PageRequest, state: _Attempts, deadline: float) -> EngineReply:
+        """One answer, retrying transient failures with backoff until the deadline."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DeadlinePassed()
+            try:
+                async with asyncio.timeout(min(left, self.transport.request_timeout_s)):
+                    reply = await self.engine.infer(request)
+            except (EngineUnavailable, TimeoutError) as exc:
+                state.transient += 1
+                state.last_error = str(exc) or "request timed out"
+                pause = self.transport.backoff_s(state.transient, self._rng)
+                await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+                continue
+            state.tokens_in += reply.tokens_in
+            state.tokens_out += reply.tokens_out
+            return reply
+
+    async def _shrink(self, state: _Attempts) -> bool:
+        """Make the request fit the context: a smaller image, then fewer output tokens."""
+        if state.shrinks >= self.policy.max_shrinks:
+            return False
+        state.shrinks += 1
+        longest = max(state.image.width, state.image.height)
+        target = max(self.policy.min_dim, int(longest * self.policy.shrink_factor))
+        if target < longest:
+            state.image = await asyncio.to_thread(_resize, state.image, target)
+        state.max_tokens = max(256, int(state.max_tokens * self.policy.shrink_factor))
+        return True
+
+    async def _rotate(self, state: _Attempts, degrees: int) -> None:
+        state.rotations += 1
+        state.rotation = (state.rotation + degrees) % 360
+        state.image = await asyncio.to_thread(_rotate, state.image, degrees)
+
+    def _success(
+        self, page: RenderedPage, parsed: ParsedPage, state: _Attempts, page_key: str
+    ) -> PageResult:
+        markdown = self._save_figures(parsed, state.image, page_key)
+        attributes = {
+            **parsed.attributes,
+            "rotation": state.rotation,
+            "transient_retries": state.transient,
+            "shrinks": state.shrinks,
+        }
+        return PageResult(
+            page.page,
+            markdown,
+            Route.ENGINE,
+            attempts=state.attempt + 1,
+            tokens_in=state.tokens_in,
+            tokens_out=state.tokens_out,
+            attributes=attributes,
+        )
+
+    def _save_figures(self, parsed: ParsedPage, image: PageImage, page_key: str) -> str:
+        markdown = parsed.markdown
+        if not parsed.figures:
+            return markdown
+        doc_id, _, number = page_key.partition(":")
+        picture = decode_image(image)
+        for index, figure in enumerate(parsed.figures):
+            key = f"figures/{doc_id}/p{number}-{index}.png"
+            self.store.write_bytes(key, _crop_png(picture, figure.bbox))
+            link = f"![{figure.label}]({key})"
+            markdown = (
+                markdown.replace(figure.placeholder, link)
+                if figure.placeholder
+                else f"{markdown}\n\n{link}"
+            )
+        return markdown
+
+    async def _fall_back(self, page: RenderedPage, state: _Attempts) -> PageResult:
+        reason = state.last_error or "attempts exhausted"
+        extra = {"tokens_in": state.tokens_in, "tokens_out": state.tokens_out}
+        if page.text_ok and page.text:
+            return fallback_page(page, reason, attempts=state.attempt, **extra)
+        engine = self._fallback_engine()
+        if engine is not None:
+            try:
+                reply = await engine.infer(PageRequest(image=state.image))
+            except EngineError as exc:
+                reason = f"{reason}; fallback engine failed too: {exc}"
+            else:
+                cpu_page = dataclasses.replace(page, text=reply.text, text_ok=True)
+                return fallback_page(
+                    cpu_page, reason, attempts=state.attempt, fallback_engine=engine.name, **extra
+                )
+        return fallback_page(
+            dataclasses.replace(page, text=None), reason, attempts=state.attempt, **extra
+        )
+
+    def _fallback_engine(self) -> Engine | None:
+        if self._fallback is None and self._fallback_factory is not None:
+            self._fallback = self._fallback_factory()
+        return self._fallback
+
+    async def aclose(self) -> None:
+        """Close the fallback engine if one was made."""
+        if self._fallback is not None:
+            await self._fallback.aclose()
+
+
+class _RotateAndRetry(Exception):
+    pass
+
+
+def _resize(image: PageImage, longest: int) -> PageImage:
+    picture = decode_image(image)
+    picture.thumbnail((longest, longest), Image.Resampling.LANCZOS)
+    return encode_image(picture, image.encoding)
+
+
+def _rotate(image: PageImage, degrees: int) -> PageImage:
+    turned = decode_image(image).rotate(-degrees, expand=True)
+    return encode_image(turned, image.encoding)
+
+
+def _crop_png(picture: Image.Image, bbox: tuple[float, float, float, float]) -> bytes:
+    x0, y0, x1, y1 = (max(0.0, min(1.0, v)) for v in bbox)
+    box = (
+        int(x0 * picture.width),
+        int(y0 * picture.height),
+        max(int(x1 * picture.width), int(x0 * picture.width) + 1),
+        max(int(y1 * picture.height), int(y0 * picture.height) + 1),
+    )
+    buffer = io.BytesIO()
+    picture.crop(box).save(buffer, format="PNG")
+    return buffer.getvalue()

@@ -1,0 +1,93 @@
+"""Reply texts of the fake server: deterministic, cheap, and traceable to their image.
+
+Every normal reply names the page it answers as ``page-<first 12 hex of the SHA-1 of the
+image's base64 payload>`` (the characters after ``base64,``, hashed as ASCII bytes, never
+decoded) and ends with ``(temperature T)``, so a test can check which image a reply
+belongs to and which retry temperature produced it. The body is filler text of about
+four characters per output token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+REPLY_FORMATS = ("markdown", "olmocr", "deepseek")
+
+OLMOCR_FRONT_MATTER = (
+    "---\nprimary_language: en\nis_rotation_valid: true\nrotation_correction: 0\n"
+    "is_table: false\nis_diagram: false\n---\n"
+)
+
+_LOREM = (
+    "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "
+    "incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud "
+    "exercitation ullamco laboris nisi ut aliquip ex ea commodo consequat. Duis aute irure "
+    "dolor in reprehenderit in voluptate velit esse cillum dolore eu fugiat nulla pariatur. "
+)
+
+CHARS_PER_TOKEN = 4
+
+
+def page_tag(b64_payload: str) -> str:
+    """``page-`` plus the first 12 hex digits of SHA-1 over the base64 payload text."""
+    return "page-" + hashlib.sha1(b64_payload.encode("ascii", "replace")).hexdigest()[:12]
+
+
+def filler(n_chars: int) -> str:
+    """About ``n_chars`` characters of lorem ipsum (at least a few words)."""
+    n_chars = max(n_chars, 24)
+    reps = n_chars // len(_LOREM) + 1
+    return (_LOREM * reps)[:n_chars].rstrip()
+
+
+def _temperature_text(temperature: object) -> str:
+    """How the request's temperature is written into the reply."""
+    return "default" if temperature is None else str(temperature)
+
+
+def _deepseek_box(tag: str, salt: int) -> str:
+    """A deterministic box on DeepSeek-OCR's 0-999 grid derived from the page tag."""
+    seed = int(tag[-6:], 16) if len(tag) > 6 else 0
+    x1 = (seed + 37 * salt) % 400
+    y1 = (seed // 7 + 211 * salt) % 500
+    return f"[[{x1}, {y1}, {x1 + 500}, {y1 + 300}]]"
+
+
+def normal_text(fmt: str, tags: list[str], temperature: object, tokens: int) -> str:
+    """The full, well-formed reply of ``fmt`` for a page of ``tokens`` output tokens."""
+    heading = "# Page " + " ".join(tags or ["page-none"])
+    tail = f" (temperature {_temperature_text(temperature)})"
+    body = filler(tokens * CHARS_PER_TOKEN - len(heading) - len(tail))
+    if fmt == "olmocr":
+        return f"{OLMOCR_FRONT_MATTER}{heading}\n\n{body}{tail}"
+    if fmt == "deepseek":
+        first = tags[0] if tags else "page-none"
+        return (
+            f"<|ref|>title<|/ref|><|det|>{_deepseek_box(first, 0)}<|/det|>\n{heading}\n\n"
+            f"<|ref|>text<|/ref|><|det|>{_deepseek_box(first, 1)}<|/det|>\n{body}{tail}\n\n"
+            f"<|ref|>image<|/ref|><|det|>{_deepseek_box(first, 2)}<|/det|>\n"
+        )
+    return f"{heading}\n\n{body}{tail}"
+
+
+def cut_text(text: str, tokens: int) -> str:
+    """``text`` cut to about ``tokens`` output tokens (mid-word, like a length stop)."""
+    return text[: max(1, tokens * CHARS_PER_TOKEN)]
+
+
+def length_fault_text(fmt: str, tags: list[str], tokens: int) -> str:
+    """A degenerate repetition loop cut off mid-word (for injected ``length`` stops)."""
+    heading = "# Page " + " ".join(tags or ["page-none"])
+    prefix = OLMOCR_FRONT_MATTER if fmt == "olmocr" else ""
+    loop = "the table of the " * (tokens // 4 + 2)
+    return cut_text(f"{prefix}{heading}\n\n{loop}", tokens)
+
+
+def garbage_text(rng: random.Random, tokens: int) -> str:
+    """Unparsable content with ``finish_reason`` stop: noise or a repetition loop."""
+    n_chars = max(16, tokens * CHARS_PER_TOKEN)
+    if rng.random() < 0.5:
+        return ("the " * (n_chars // 4 + 1))[:n_chars]
+    alphabet = "\u00e2\u0080\u0099\ufffd#$%&*<>{}|~^`0123456789abcdefXYZ \t"
+    return "".join(rng.choices(alphabet, k=n_chars))
