@@ -6,7 +6,9 @@ import asyncio
 import json
 import logging
 import shlex
+import signal
 import sys
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ocrflow.config import EngineOptions, OutputOptions, RenderOptions, RouteOptions, RunConfig
-from ocrflow.errors import OcrflowError
+from ocrflow.errors import ConfigError, OcrflowError
 from ocrflow.executors.local import run_local
 from ocrflow.progress import BarProgress, LogProgress
 from ocrflow.runstats import RunStats
@@ -25,7 +27,11 @@ from ocrflow.status import collect_status
 from ocrflow.storage import open_store
 from ocrflow.workspace import Workspace
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="ocrflow: PDFs, scans and photos to Markdown and JSONL, with VLMs or a CPU engine.",
+)
 USAGE_ERROR = 2
 VLM = "VLM engines (--engine openai / vllm)"
 
@@ -94,6 +100,10 @@ def run(
     recipe: Annotated[
         str | None,
         typer.Option(help="olmocr, deepseek, markdown, dots, chandra.", rich_help_panel=VLM),
+    ] = None,
+    recipe_option: Annotated[
+        list[str] | None,
+        typer.Option(help="Recipe override KEY=VALUE, e.g. max_tokens=2048.", rich_help_panel=VLM),
     ] = None,
     served_model_name: Annotated[
         str | None, typer.Option(help="Model name the server uses.", rich_help_panel=VLM)
@@ -166,6 +176,7 @@ def run(
                 page_deadline_s=page_deadline,
                 request_timeout_s=request_timeout,
                 guided=guided,
+                recipe_options=_key_values(recipe_option or ()),
                 gpus=tuple(g for g in (gpus or "").split(",") if g),
                 server_flags=tuple(f for arg in vllm_arg or () for f in shlex.split(arg)),
                 vllm_command=tuple(shlex.split(vllm_command)),
@@ -190,12 +201,44 @@ def run(
 
 def _run_with_display(config: RunConfig, sources: list[Any], *, quiet: bool) -> RunStats:
     console = Console(stderr=True)
-    if quiet:
-        return asyncio.run(run_local(config, sources=sources))
-    if console.is_terminal:
-        with BarProgress(len(sources), console) as bar:
-            return asyncio.run(run_local(config, sources=sources, progress=bar))
-    return asyncio.run(run_local(config, sources=sources, progress=LogProgress(len(sources))))
+    try:
+        if quiet:
+            return _run_until_signal(run_local(config, sources=sources))
+        if console.is_terminal:
+            with BarProgress(len(sources), console) as bar:
+                return _run_until_signal(run_local(config, sources=sources, progress=bar))
+        progress = LogProgress(len(sources))
+        return _run_until_signal(run_local(config, sources=sources, progress=progress))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        console.print("interrupted: run the same command again to resume", highlight=False)
+        raise typer.Exit(130) from None
+
+
+def _run_until_signal(work: Coroutine[Any, Any, RunStats]) -> RunStats:
+    """Run ``work``; SIGTERM cancels it like Ctrl-C does, so every child is stopped."""
+
+    async def main() -> RunStats:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await work
+
+    return asyncio.run(main())
+
+
+def _key_values(pairs: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as a dict; values are read as JSON when they parse (numbers,
+    booleans), else kept as text."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"expected KEY=VALUE, got {pair!r}")
+        try:
+            options[key.strip()] = json.loads(raw)
+        except ValueError:
+            options[key.strip()] = raw
+    return options
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -262,6 +305,54 @@ def retry(
     if not quiet:
         _print_summary(stats, output)
     raise typer.Exit(stats.exit_code())
+
+
+@app.command("serve-engine")
+def serve_engine(
+    model: Annotated[str, typer.Option(help="Model to serve (HF id or path).")],
+    recipe: Annotated[str | None, typer.Option(help="Recipe whose server flags to use.")] = None,
+    served_model_name: Annotated[str | None, typer.Option(help="Name clients use.")] = None,
+    gpus: Annotated[str | None, typer.Option(help="One replica per GPU, e.g. 0,1.")] = None,
+    port: Annotated[int, typer.Option(help="First port (0: any free ports).")] = 8000,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    vllm_arg: Annotated[list[str] | None, typer.Option(help="Extra `vllm serve` flags.")] = None,
+    vllm_command: Annotated[str, typer.Option(help="How to run vLLM.")] = "vllm serve",
+    log_dir: Annotated[str | None, typer.Option(help="Folder for server logs.")] = None,
+    ready_timeout: Annotated[float, typer.Option(help="Seconds to wait for readiness.")] = 900.0,
+) -> None:
+    """Start vLLM with a recipe's flags and keep it up (restarts included) until Ctrl-C."""
+    _configure_logging(quiet=False)
+    from ocrflow.engines.server import ManagedServers, ServerSpec
+    from ocrflow.engines.session import api_key
+    from ocrflow.recipes.registry import recipe_for_model
+
+    try:
+        chosen = recipe_for_model(model, recipe)
+        options = EngineOptions(kind="vllm", model=model)
+        spec = ServerSpec(
+            model=model,
+            served_model_name=served_model_name or model,
+            flags=(*chosen.server_flags, *(f for a in vllm_arg or () for f in shlex.split(a))),
+            gpus=tuple(g for g in (gpus or "").split(",") if g),
+            host=host,
+            base_port=port,
+            command=tuple(shlex.split(vllm_command)),
+            log_dir=log_dir,
+            ready_timeout_s=ready_timeout,
+            api_key=api_key(options),
+        )
+        _run_until_signal(_serve_forever(ManagedServers(spec)))
+    except OcrflowError as exc:
+        raise _fail(str(exc)) from None
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise typer.Exit(0) from None
+
+
+async def _serve_forever(servers: Any) -> Any:
+    async with servers:
+        for url in servers.urls:
+            typer.echo(f"serving {url}")
+        await asyncio.Event().wait()
 
 
 @app.command()

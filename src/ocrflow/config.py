@@ -63,6 +63,8 @@ class EngineOptions(_Options):
     page_deadline_s: float = Field(600.0, gt=0)
     request_timeout_s: float = Field(180.0, gt=0)
     guided: bool = False
+    #: Recipe overrides, e.g. ``{"max_tokens": 2048, "prompt": "..."}``.
+    recipe_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
     #: Managed vLLM: one replica per entry of ``gpus``; extra ``vllm serve`` flags.
     gpus: tuple[str, ...] = ()
     server_flags: tuple[str, ...] = ()
@@ -108,6 +110,7 @@ class RunConfig(_Options):
             "model": self.engine.model,
             "recipe": self.engine.recipe,
             "guided": self.engine.guided,
+            "recipe_options": self.engine.recipe_options,
             "languages": self.engine.languages if self.engine.kind == "tesseract" else None,
             "page_separator": self.out.page_separator,
         }

@@ -116,6 +116,15 @@ def _iso(timestamp: float | None) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+_LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def jsonl_line(record: dict[str, Any]) -> str:
+    """One JSON line. Unicode line separators are escaped too: readers that split on them
+    (``str.splitlines``, many editors) would otherwise cut a record in two."""
+    return json.dumps(record, ensure_ascii=False).translate(_LINE_BREAKERS) + "\n"
+
+
 def relink_figures(markdown: str, depth: int) -> str:
     """Figure links are relative to OUT; rewrite them for a file ``depth`` folders below it."""
     return FIGURE_LINK.sub(lambda m: "](" + "../" * depth + m.group(1) + ")", markdown)
@@ -136,5 +145,5 @@ class DocumentSink:
         key = markdown_key(meta.rel)
         markdown = relink_figures(markdown, depth=key.count("/"))
         self.store.write_bytes(key, markdown.encode())
-        record = json.dumps(dolma_record(result, meta), ensure_ascii=False) + "\n"
+        record = jsonl_line(dolma_record(result, meta))
         self.store.write_bytes(results_key(result.doc_id), record.encode())

@@ -80,7 +80,7 @@ class EmbeddedEngine:
         *,
         threads: int | None = None,
         det_side: int = 1280,
-        rec_batch: int = 8,
+        rec_batch: int = 1,
         min_score: float = 0.5,
         line_margin: float = 0.0,
         unclip: float = 1.6,
@@ -202,6 +202,8 @@ def _rapidocr_params(threads: int, det_side: int, rec_batch: int, unclip: float)
         "Det.limit_type": "max",
         "Det.limit_side_len": det_side,
         "Rec.rec_batch_num": rec_batch,
+        # rapidocr pads every line to at least 320 px wide; short lines need not be.
+        "Rec.rec_img_shape": [3, 48, 48],
         "Cls.cls_batch_num": 16,
     }
 

