@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pypdfium2 as pdfium
+import textmetrics
 from PIL import Image
 
-import textmetrics
 from ocrflow.engines.embedded import EmbeddedEngine
 from ocrflow.engines.tesseract import TesseractEngine
 from ocrflow.render.pdf import render_pdf_page

@@ -9,6 +9,7 @@ import shlex
 import signal
 import sys
 from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,6 +21,7 @@ from rich.table import Table
 from ocrflow.config import EngineOptions, OutputOptions, RenderOptions, RouteOptions, RunConfig
 from ocrflow.errors import ConfigError, OcrflowError
 from ocrflow.executors.local import run_local
+from ocrflow.executors.worker import WorkerOptions, work
 from ocrflow.progress import BarProgress, LogProgress
 from ocrflow.runstats import RunStats
 from ocrflow.sources import expand_inputs
@@ -34,6 +36,7 @@ app = typer.Typer(
 )
 USAGE_ERROR = 2
 VLM = "VLM engines (--engine openai / vllm)"
+SCALE = "Scale-out (many workers, Ray)"
 
 
 def _fail(message: str) -> typer.Exit:
@@ -145,6 +148,33 @@ def run(
     ready_timeout: Annotated[
         float, typer.Option(help="Seconds to wait for servers.", rich_help_panel=VLM)
     ] = 900.0,
+    executor: Annotated[
+        str,
+        typer.Option(help="local (this machine) or ray (a Ray cluster).", rich_help_panel=SCALE),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            help="Ray cluster address (default: start or find one).", rich_help_panel=SCALE
+        ),
+    ] = None,
+    ray_workers: Annotated[int, typer.Option(help="Ray worker actors.", rich_help_panel=SCALE)] = 2,
+    lease_ttl: Annotated[
+        float,
+        typer.Option(help="Seconds a work-item lease lasts unrenewed.", rich_help_panel=SCALE),
+    ] = 120.0,
+    shard_index: Annotated[
+        int | None, typer.Option(help="This worker's static shard.", rich_help_panel=SCALE)
+    ] = None,
+    num_shards: Annotated[
+        int | None, typer.Option(help="Number of static shards.", rich_help_panel=SCALE)
+    ] = None,
+    split_pages: Annotated[
+        int,
+        typer.Option(
+            help="Split longer documents into items of this many pages.", rich_help_panel=SCALE
+        ),
+    ] = 500,
     quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Only warnings and errors.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
@@ -185,7 +215,9 @@ def run(
             out=OutputOptions(page_separator=page_separator),
         )
         sources = expand_inputs(config.inputs, exclude=[config.output])
-        stats = _run_with_display(config, sources, quiet=quiet or as_json)
+        worker = _worker_options(lease_ttl, shard_index, num_shards, split_pages)
+        plan = Plan(config, sources, worker, executor, ray_address, ray_workers)
+        stats = _run_with_display(plan, quiet=quiet or as_json)
     except ValidationError as exc:
         raise _fail(_validation_message(exc)) from None
     except OcrflowError as exc:
@@ -199,19 +231,75 @@ def run(
     raise typer.Exit(stats.exit_code())
 
 
-def _run_with_display(config: RunConfig, sources: list[Any], *, quiet: bool) -> RunStats:
+@dataclass(frozen=True)
+class Plan:
+    """What a run command asked for: the config, its inputs, and how to execute it."""
+
+    config: RunConfig
+    sources: list[Any] | None
+    worker: WorkerOptions
+    executor: str = "local"
+    ray_address: str | None = None
+    ray_workers: int = 2
+
+
+def _worker_options(
+    lease_ttl: float, shard_index: int | None, num_shards: int | None, split_pages: int
+) -> WorkerOptions:
+    if (shard_index is None) != (num_shards is None):
+        raise ConfigError("--shard-index and --num-shards go together")
+    if num_shards is not None and not 0 <= (shard_index or 0) < num_shards:
+        raise ConfigError("--shard-index must be in 0 .. --num-shards - 1")
+    if split_pages < 1:
+        raise ConfigError("--split-pages must be at least 1")
+    return WorkerOptions(
+        lease_ttl_s=lease_ttl,
+        shard_index=shard_index,
+        num_shards=num_shards,
+        split_pages=split_pages,
+    )
+
+
+def _run_with_display(plan: Plan, *, quiet: bool) -> RunStats:
     console = Console(stderr=True)
+    if plan.executor not in {"local", "ray"}:
+        raise ConfigError(f"unknown executor {plan.executor!r}: use local or ray")
+    total = len(plan.sources) if plan.sources is not None else _planned(plan.config)
     try:
+        if plan.executor == "ray":
+            from ocrflow.executors.ray import run_ray
+
+            return run_ray(
+                plan.config,
+                plan.sources,
+                plan.worker,
+                address=plan.ray_address,
+                actors=plan.ray_workers,
+            )
         if quiet:
-            return _run_until_signal(run_local(config, sources=sources))
+            return _run_until_signal(_execute(plan, None))
         if console.is_terminal:
-            with BarProgress(len(sources), console) as bar:
-                return _run_until_signal(run_local(config, sources=sources, progress=bar))
-        progress = LogProgress(len(sources))
-        return _run_until_signal(run_local(config, sources=sources, progress=progress))
+            with BarProgress(total, console) as bar:
+                return _run_until_signal(_execute(plan, bar))
+        return _run_until_signal(_execute(plan, LogProgress(total)))
     except (KeyboardInterrupt, asyncio.CancelledError):
         console.print("interrupted: run the same command again to resume", highlight=False)
         raise typer.Exit(130) from None
+
+
+async def _execute(plan: Plan, progress: Any) -> RunStats:
+    if plan.sources is not None:
+        return await run_local(
+            plan.config, sources=plan.sources, progress=progress, worker=plan.worker
+        )
+    workspace = Workspace(open_store(plan.config.output))
+    return await work(plan.config, workspace, options=plan.worker, progress=progress)
+
+
+def _planned(config: RunConfig) -> int:
+    from ocrflow.workitems import Manifest
+
+    return len(Manifest(open_store(config.output)).items())
 
 
 def _run_until_signal(work: Coroutine[Any, Any, RunStats]) -> RunStats:
@@ -297,12 +385,51 @@ def retry(
         if not run_now or not requeued:
             raise typer.Exit(0)
         secrets = tuple(SecretStr(p) for p in password or ())
-        config = config.model_copy(update={"passwords": secrets})
+        config = config.model_copy(update={"passwords": secrets, "output": output})
         sources = expand_inputs(config.inputs, exclude=[config.output])
-        stats = _run_with_display(config, sources, quiet=quiet)
+        stats = _run_with_display(Plan(config, sources, WorkerOptions()), quiet=quiet)
     except OcrflowError as exc:
         raise _fail(str(exc)) from None
     if not quiet:
+        _print_summary(stats, output)
+    raise typer.Exit(stats.exit_code())
+
+
+@app.command()
+def worker(
+    output: Annotated[str, typer.Argument(help="The output directory or URL of a run to join.")],
+    password: Annotated[
+        list[str] | None, typer.Option(help="Password to try (repeatable).")
+    ] = None,
+    lease_ttl: Annotated[float, typer.Option(help="Seconds a lease lasts unrenewed.")] = 120.0,
+    shard_index: Annotated[int | None, typer.Option(help="This worker's static shard.")] = None,
+    num_shards: Annotated[int | None, typer.Option(help="Number of static shards.")] = None,
+    server: Annotated[list[str] | None, typer.Option(help="Override the run's servers.")] = None,
+    workers: Annotated[int | None, typer.Option(help="Render processes.")] = None,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+) -> None:
+    """Join an existing run: take work items from OUT until none is left."""
+    _configure_logging(quiet)
+    try:
+        config = Workspace(open_store(output)).recorded_run_config()
+        engine = config.engine.model_copy(update={"servers": tuple(server)} if server else {})
+        render = config.render.model_copy(update={"workers": workers} if workers else {})
+        config = config.model_copy(
+            update={
+                "passwords": tuple(SecretStr(p) for p in password or ()),
+                "engine": engine,
+                "render": render,
+                "output": output,  # as this worker reaches it, not as the first run did
+            }
+        )
+        options = _worker_options(lease_ttl, shard_index, num_shards, 500)
+        stats = _run_with_display(Plan(config, None, options), quiet=quiet or as_json)
+    except OcrflowError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps(stats.record("worker", "local") | {"failures": stats.failures}))
+    elif not quiet:
         _print_summary(stats, output)
     raise typer.Exit(stats.exit_code())
 

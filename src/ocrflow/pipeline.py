@@ -59,10 +59,26 @@ class PageBudget:
 
 @dataclass(frozen=True, slots=True)
 class DocumentJob:
+    """A document to convert; ``path`` is a local file with its bytes ("" = the source)."""
+
     source: Source
     rel: str
     doc_id: str
     content_sha256: str
+    path: str = ""
+
+    @property
+    def local_path(self) -> str:
+        return self.path or self.source.uri
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedDocument:
+    """A probed document: its page count, the pages selected, and the password that works."""
+
+    page_count: int
+    pages: tuple[int, ...]
+    password: str | None
 
 
 def content_hash(path: str) -> str:
@@ -117,27 +133,27 @@ class DocumentPipeline:
         )
 
     async def convert(self, job: DocumentJob) -> DocumentResult:
-        """Convert a document, or return its recorded result if it finished before."""
+        """Convert a whole document, or return its recorded result if it finished before."""
         done = self.workspace.done_record(job.doc_id)
         if done is not None:
             result = _result_from_record(done)
             self.progress.document_finished(job.source, result, skipped=True)
             return result
-        result = await self._convert_fresh(job)
-        self.sink.write(result, self._meta(job))
-        self.workspace.mark_done(result, {"rel": job.rel, "content_sha256": job.content_sha256})
-        self.workspace.clear_pages(job.doc_id)
-        self.progress.document_finished(job.source, result, skipped=False)
-        return result
+        opened = await self.open(job)
+        if isinstance(opened, DocumentResult):
+            return self.finish_failed(job, opened)
+        self.progress.document_started(job.source, len(opened.pages))
+        results = await self.convert_pages(job, opened.pages, opened.password)
+        return self.finish(job, opened, results)
 
-    async def _convert_fresh(self, job: DocumentJob) -> DocumentResult:
+    async def open(self, job: DocumentJob) -> OpenedDocument | DocumentResult:
+        """Probe the document: its pages and password, or a failed result saying why."""
         failure = _unreadable(job.source)
         if failure:
             return _failed(job, *failure)
         probe = await self.pool.probe(
-            ProbeJob(
-                job.source.uri, job.source.kind, self.passwords, self.config.render.max_image_pixels
-            )
+            ProbeJob(job.local_path, job.source.kind, self.passwords,
+                     self.config.render.max_image_pixels)
         )
         if probe.reason:
             return _failed(job, probe.reason, probe.error or probe.reason)
@@ -149,19 +165,40 @@ class DocumentPipeline:
             return _failed(
                 job, Reason.EMPTY, "the page selection matches no page", probe.page_count
             )
-        self.progress.document_started(job.source, len(pages))
-        results = await self._convert_pages(job, pages, password)
-        return assemble_document(
-            job.doc_id,
-            job.source.uri,
-            results,
-            probe.page_count,
+        return OpenedDocument(probe.page_count, pages, password)
+
+    def finish(
+        self, job: DocumentJob, opened: OpenedDocument, results: list[PageResult] | None = None
+    ) -> DocumentResult:
+        """Assemble the document (from ``results`` or its checkpoints) and commit it.
+
+        Outputs first, then the done marker, then checkpoints go: a kill at any point
+        leaves either a finished document or one the next run completes.
+        """
+        if results is None:
+            saved = self.workspace.load_pages(job.doc_id)
+            results = [saved[p] for p in opened.pages if p in saved]
+        result = assemble_document(
+            job.doc_id, job.source.uri, results, opened.page_count,
             max_fallback_rate=self.config.engine.max_page_error_rate,
         )
+        self.sink.write(result, self._meta(job))
+        return self._commit(job, result)
 
-    async def _convert_pages(
+    def finish_failed(self, job: DocumentJob, result: DocumentResult) -> DocumentResult:
+        """Commit a document that could not be opened."""
+        return self._commit(job, result)
+
+    def _commit(self, job: DocumentJob, result: DocumentResult) -> DocumentResult:
+        self.workspace.mark_done(result, {"rel": job.rel, "content_sha256": job.content_sha256})
+        self.workspace.clear_pages(job.doc_id)
+        self.progress.document_finished(job.source, result, skipped=False)
+        return result
+
+    async def convert_pages(
         self, job: DocumentJob, pages: tuple[int, ...], password: str | None
     ) -> list[PageResult]:
+        """Convert ``pages`` (skipping checkpointed ones), checkpointing as chunks finish."""
         done = self.workspace.load_pages(job.doc_id)
         if done:
             self.progress.pages_finished([p for n, p in done.items() if n in pages])
@@ -176,7 +213,7 @@ class DocumentPipeline:
         await self.budget.acquire(len(pages))
         try:
             rendered = await self.pool.render(
-                PageJob(job.source.uri, job.source.kind, pages, self.spec, password)
+                PageJob(job.local_path, job.source.kind, pages, self.spec, password)
             )
             results = list(await asyncio.gather(*(self._finish_page(job, r) for r in rendered)))
         finally:

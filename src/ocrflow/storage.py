@@ -7,8 +7,12 @@ Locally that is a temp file and ``os.replace``; object stores write objects whol
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import os
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -28,6 +32,10 @@ class Store(Protocol):
 
     def exists(self, key: str) -> bool: ...
 
+    def read_with_version(self, key: str) -> tuple[bytes | None, str | None]: ...
+
+    def write_if_match(self, key: str, data: bytes, etag: str | None) -> bool: ...
+
     def list(self, prefix: str) -> list[str]: ...
 
     def delete(self, key: str) -> None: ...
@@ -40,7 +48,11 @@ class LocalStore:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = str(Path(root).resolve())
-        Path(self.root).mkdir(parents=True, exist_ok=True)
+        # Temp files live apart from the outputs, so a write killed halfway never leaves a
+        # partial file where a reader globbing results/*.jsonl would find it.
+        self._tmp = Path(self.root, TMP_DIR)
+        self._tmp.mkdir(parents=True, exist_ok=True)
+        _sweep_stale(self._tmp)
 
     def _path(self, key: str) -> Path:
         path = Path(self.root, key).resolve()
@@ -59,7 +71,7 @@ class LocalStore:
         """Write ``data`` atomically (temp file in the same directory, fsync, rename)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+        fd, tmp = tempfile.mkstemp(dir=self._tmp, prefix="w-", suffix=path.suffix)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -75,7 +87,7 @@ class LocalStore:
         """Create the object only if it does not exist; ``False`` if it already did."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        fd, tmp = tempfile.mkstemp(dir=self._tmp, prefix="x-")
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         try:
@@ -89,6 +101,27 @@ class LocalStore:
     def exists(self, key: str) -> bool:
         return self._path(key).exists()
 
+    def read_with_version(self, key: str) -> tuple[bytes | None, str | None]:
+        """The bytes and a version token (their SHA-256) for ``write_if_match``."""
+        data = self.read_bytes(key)
+        return (data, _version(data)) if data is not None else (None, None)
+
+    def write_if_match(self, key: str, data: bytes, etag: str | None) -> bool:
+        """Replace the object only if it still has version ``etag`` (``None``: only if absent).
+
+        An exclusive ``flock`` on a sidecar lock file makes compare-and-write atomic for every
+        process on this machine (leases between local workers rely on it).
+        """
+        if etag is None:
+            return self.create_exclusive(key, data)
+        path = self._path(key)
+        with _locked(path.with_name(path.name + ".lock")):
+            current = self.read_bytes(key)
+            if current is None or _version(current) != etag:
+                return False
+            self.write_bytes(key, data)
+            return True
+
     def list(self, prefix: str) -> list[str]:
         """Keys directly or indirectly under ``prefix``, relative to the root, sorted."""
         base = self._path(prefix)
@@ -97,7 +130,7 @@ class LocalStore:
         return sorted(
             str(p.relative_to(self.root)).replace(os.sep, "/")
             for p in base.rglob("*")
-            if p.is_file() and not p.name.startswith(".tmp-")
+            if p.is_file() and p.suffix != ".lock"
         )
 
     def delete(self, key: str) -> None:
@@ -106,6 +139,33 @@ class LocalStore:
 
     def url(self, key: str) -> str:
         return str(self._path(key))
+
+
+TMP_DIR = ".ocrflow/tmp"
+_STALE_TMP_S = 3600.0
+
+
+def _sweep_stale(folder: Path) -> None:
+    """Remove temp files of writes killed long ago (fresh ones may belong to live workers)."""
+    cutoff = time.time() - _STALE_TMP_S
+    for leftover in folder.iterdir():
+        with contextlib.suppress(OSError):
+            if leftover.stat().st_mtime < cutoff:
+                leftover.unlink()
+
+
+def _version(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def open_store(location: str) -> Store:

@@ -78,6 +78,9 @@ class PageRequest:
     max_tokens: int = 4096
     extra_body: dict[str, Any] = field(default_factory=dict)
     page_key: str = ""
+    #: ``time.monotonic()`` by which the page must be done; engines that queue requests
+    #: serve earlier deadlines first (a retried page goes ahead of fresh ones).
+    deadline: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,6 @@ def test_store_is_atomic_and_exclusive(tmp_path: Path) -> None:
     store.write_bytes("a/b.json", b"3")
     assert store.read_bytes("a/b.json") == b"3"
     assert store.list("a") == ["a/b.json"]
-    assert not any(p.name.startswith(".tmp-") for p in tmp_path.rglob("*"))
+    assert not [p for p in (tmp_path / ".ocrflow" / "tmp").iterdir()]
     with pytest.raises(WorkspaceError):
         store.write_bytes("../escape", b"x")

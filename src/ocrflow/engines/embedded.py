@@ -1,18 +1,19 @@
 """The embedded CPU OCR engine: PP-OCR models run by ONNX Runtime through ``rapidocr``.
 
-Offline by construction: ``rapidocr`` ships its detector, line classifier and recogniser
-models inside the wheel, so nothing is fetched at run time. One page is read as:
+Offline by construction: the detector, line classifier and recogniser are the ONNX files
+inside the ``rapidocr`` wheel, loaded by path, so nothing is ever downloaded. A page is:
 
-1. detect text lines on a copy no larger than ``det_side`` (the detector's cost grows with
-   pixels; the recogniser's does not, since every line is scaled to 48 px high);
-2. if most lines are taller than wide, the page lies on its side: turn it a quarter turn
-   clockwise (free: the boxes turn with it, no second detection);
-3. crop each line from the full-resolution page and run the 0°/180° line classifier; when
-   most of the text (by line length) says 180°, the page is upside down: turn it;
-4. recognise the crops in batches and lay the lines out in reading order (``layout.py``).
+1. detected at up to ``det_side`` px (the detector's cost grows with pixels; the
+   recogniser's does not: every line is scaled to 48 px high whatever the resolution);
+2. turned a quarter clockwise when most of its text lies in boxes taller than wide (free:
+   the boxes turn with the page, no second detection);
+3. turned half round when the 0°/180° classifier suspects it (its 12 longest lines) and
+   the recogniser, reading the 6 longest lines both ways, is surer of them turned;
+4. recognised line by line from the full-resolution page, each crop padded by
+   ``line_margin`` of its height, and laid out in reading order (``layout.py``).
 
-Steps 2 and 3 cost nothing extra on an upright page: the classifier is part of the usual
-PP-OCR pipeline and the quarter-turn test only looks at the boxes.
+On an upright page, orientation costs one classifier call on 12 short crops (about 1 % of
+the page time); a page that really is upside down pays 12 more line reads.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,8 +36,6 @@ from ocrflow.types import EngineReply, PageImage, PageRequest
 
 logger = logging.getLogger(__name__)
 
-#: ONNX Runtime threads per model call when none are asked for (see bench/bench_engines.py).
-DEFAULT_THREADS = 2
 #: Lines the 0°/180° classifier looks at (the longest: most text, least ambiguity), the
 #: share of their text read as 180° that makes the page suspect, and the lines the
 #: recogniser then reads both ways to decide.
@@ -49,6 +49,25 @@ Quads = np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
+class EmbeddedOptions:
+    """Tuning of the embedded engine; the defaults are measured (bench/bench_engines.py)."""
+
+    #: ONNX Runtime intra-op threads per model call. One is the most work per core; use
+    #: more pages at once (``max_parallel``) rather than more threads per page.
+    threads: int = 1
+    #: Longest side of the detector's input; 1600 keeps a 1288 px page at full size.
+    det_side: int = 1600
+    #: Background added above and below each line, as a share of its height: 0.25 makes
+    #: the recogniser's input 20 % narrower (faster) at no measured loss of accuracy.
+    line_margin: float = 0.25
+    #: Lines per recogniser call; batches are padded to their widest line, so 1 is fastest.
+    rec_batch: int = 1
+    #: Lines read with a lower confidence are dropped (rapidocr's default).
+    min_score: float = 0.5
+    detect_rotation: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class OcrText:
     """What the engine read on one page."""
 
@@ -56,6 +75,7 @@ class OcrText:
     #: Degrees clockwise the page was turned to read it upright: 0, 90, 180 or 270.
     rotation: int = 0
     boxes: tuple[TextBox, ...] = ()
+    #: Seconds per step ("detect", "classify", "recognize"), for benchmarks.
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -67,40 +87,26 @@ class OcrText:
 class EmbeddedEngine:
     """CPU OCR engine honouring the ``Engine`` protocol; cheap to build, loads on first use.
 
-    ``threads`` is ONNX Runtime's intra-op thread count per model call (``None``: the
-    measured default); ``max_parallel`` bounds concurrent ``infer`` calls, each one page in
-    a worker thread, so a page is admitted only when a slot is free.
+    Keyword options are those of ``EmbeddedOptions`` (``threads=None`` means its default).
+    ``max_parallel`` bounds concurrent ``infer`` calls, each one page in a worker thread;
+    the models are shared and thread-safe, so ``recognize`` may also run in threads.
     """
 
     name = "embedded"
     image_encoding = "raw"
 
     def __init__(
-        self,
-        *,
-        threads: int | None = None,
-        det_side: int = 1280,
-        rec_batch: int = 1,
-        min_score: float = 0.5,
-        line_margin: float = 0.0,
-        unclip: float = 1.6,
-        detect_rotation: bool = True,
-        max_parallel: int = 1,
+        self, *, threads: int | None = None, max_parallel: int = 1, **options: Any
     ) -> None:
-        self.threads = threads or DEFAULT_THREADS
-        self.det_side = det_side
-        self.rec_batch = rec_batch
-        self.min_score = min_score
-        self.detect_rotation = detect_rotation
-        self.line_margin = line_margin
-        self.unclip = unclip
-        self.max_parallel = max_parallel
+        if threads is not None:
+            options["threads"] = threads
+        self.options = EmbeddedOptions(**options)
         self._models: _Models | None = None
         self._load_lock = threading.Lock()
         self._slots = asyncio.Semaphore(max_parallel)
 
     async def infer(self, request: PageRequest) -> EngineReply:
-        """Read one page image; raise ``EngineRejected`` for an unreadable image."""
+        """Read one page image; ``EngineRejected`` when the image cannot be decoded."""
         pixels = decode_page_image(request.image)
         started = time.perf_counter()
         async with self._slots:
@@ -114,7 +120,7 @@ class EmbeddedEngine:
         )
 
     async def aclose(self) -> None:
-        """Drop the models; the next call loads them again."""
+        """Drop the models; a later call loads them again."""
         with self._load_lock:
             self._models = None
 
@@ -123,48 +129,52 @@ class EmbeddedEngine:
         return self.recognize_array(np.asarray(image.convert("RGB")))
 
     def recognize_array(self, rgb: np.ndarray) -> OcrText:
-        """Read an RGB ``uint8`` array of shape (height, width, 3) synchronously."""
+        """Read RGB ``uint8`` pixels of shape (height, width, 3) synchronously."""
         models = self._loaded()
         try:
-            return _read_page(models, np.ascontiguousarray(rgb[:, :, ::-1]), self)
-        except Exception as exc:  # onnxruntime and cv2 raise plain exceptions
-            raise EngineError(f"embedded OCR failed: {exc}") from exc
+            return _read_page(models, np.ascontiguousarray(rgb[:, :, ::-1]), self.options)
+        except Exception as exc:  # onnxruntime and OpenCV raise plain exceptions
+            raise EngineError(f"embedded OCR failed: {_last_line(exc)}") from exc
 
     def _loaded(self) -> _Models:
         with self._load_lock:
             if self._models is None:
-                self._models = _Models.load(
-                    self.threads, self.det_side, self.rec_batch, self.unclip
-                )
+                self._models = _Models.load(self.options)
+                logger.debug("loaded the PP-OCR models with %s", self.options)
             return self._models
 
 
 @dataclass(frozen=True, slots=True)
 class _Models:
-    """The three PP-OCR models (rapidocr objects, whose sessions are thread-safe)."""
+    """The three PP-OCR models, as rapidocr's wrappers (pre- and post-processing)."""
 
     detector: Any
     classifier: Any
     recognizer: Any
 
     @classmethod
-    def load(cls, threads: int, det_side: int, rec_batch: int, unclip: float = 1.6) -> _Models:
-        """Build the models from the wheel's bundled files; no network access."""
+    def load(cls, options: EmbeddedOptions) -> _Models:
+        """Build the models from the wheel's own files; raise ``EngineError`` if absent."""
         try:
             from rapidocr import RapidOCR
         except ImportError as exc:
             raise EngineError(
                 "the embedded engine needs rapidocr: pip install rapidocr onnxruntime"
             ) from exc
-        ocr = RapidOCR(params=_rapidocr_params(threads, det_side, rec_batch, unclip))
-        # rapidocr builds its models lazily behind these loaders; calling them directly
-        # lets us run detection, classification and recognition as separate steps.
+        ocr = RapidOCR(params=_rapidocr_params(options, bundled_model_files()))
+        # rapidocr's loaders build each wrapper; we call the steps one by one.
         return cls(ocr._load_det_model(), ocr._load_cls_model(), ocr._load_rec_model())
 
     def detect(self, bgr: np.ndarray) -> Quads:
         """Line quads in ``bgr``'s own pixels (an empty array when there is no text)."""
         boxes = self.detector(bgr).boxes
         return np.zeros((0, 4, 2), np.float32) if boxes is None else np.asarray(boxes, np.float32)
+
+    def crop(self, bgr: np.ndarray, quad: np.ndarray) -> np.ndarray:
+        """The line under ``quad``, straightened (a tall crop is turned to lie flat)."""
+        from rapidocr.utils.process_img import get_rotate_crop_image
+
+        return get_rotate_crop_image(bgr, quad.copy())
 
     def upside_down_share(self, crops: list[np.ndarray]) -> float:
         """Share of the text, by line length, that the line classifier reads as 180°."""
@@ -173,64 +183,75 @@ class _Models:
         flipped = np.array([label == "180" for label, _ in results])
         return float(lengths[flipped].sum() / lengths.sum())
 
-    def mean_score(self, crops: list[np.ndarray], margin: float) -> float:
-        """Mean recogniser confidence over ``crops``."""
-        return float(np.mean(self.read_lines(crops, margin)[1]))
-
-    def crop(self, bgr: np.ndarray, quad: np.ndarray) -> np.ndarray:
-        """The line under ``quad``, straightened (a tall crop is turned to lie flat)."""
-        from rapidocr.utils.process_img import get_rotate_crop_image
-
-        return get_rotate_crop_image(bgr, quad.copy())
-
     def read_lines(
         self, crops: list[np.ndarray], margin: float
     ) -> tuple[tuple[str, ...], tuple[float, ...]]:
-        """Text and score of each crop, read with ``margin`` (see ``_with_margin``)."""
+        """Text and confidence of each crop, read with ``margin`` (see ``_with_margin``)."""
         from rapidocr.ch_ppocr_rec import TextRecInput
 
         output = self.recognizer(TextRecInput(img=[_with_margin(c, margin) for c in crops]))
         return tuple(output.txts), tuple(float(s) for s in output.scores)
 
+    def mean_score(self, crops: list[np.ndarray], margin: float) -> float:
+        """Mean recogniser confidence over ``crops``."""
+        return float(np.mean(self.read_lines(crops, margin)[1]))
 
-def _rapidocr_params(threads: int, det_side: int, rec_batch: int, unclip: float) -> dict[str, Any]:
+
+def bundled_model_files() -> dict[str, Path]:
+    """The detector, classifier and recogniser ONNX files inside the rapidocr wheel.
+
+    Given to rapidocr by path, so that it never tries to download a model.
+    """
+    import rapidocr
+
+    folder = Path(rapidocr.__file__).parent / "models"
+    found = {task: sorted(folder.glob(f"*_{task}*.onnx")) for task in ("det", "cls", "rec")}
+    if any(len(paths) != 1 for paths in found.values()):
+        names = sorted(p.name for p in folder.glob("*.onnx"))
+        raise EngineError(f"expected one det, cls and rec model in {folder}, found {names}")
+    return {task: paths[0] for task, paths in found.items()}
+
+
+def _rapidocr_params(options: EmbeddedOptions, models: dict[str, Path]) -> dict[str, Any]:
     return {
-        "Det.unclip_ratio": unclip,
-        "Global.log_level": "error",  # rapidocr logs every model path at INFO
-        "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+        "Global.log_level": "error",  # rapidocr logs every model it loads at INFO
+        "EngineConfig.onnxruntime.intra_op_num_threads": options.threads,
         "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+        "Det.model_path": str(models["det"]),
         "Det.limit_type": "max",
-        "Det.limit_side_len": det_side,
-        "Rec.rec_batch_num": rec_batch,
+        "Det.limit_side_len": options.det_side,
+        "Cls.model_path": str(models["cls"]),
+        "Cls.cls_batch_num": CLASSIFY_LINES,
+        "Rec.model_path": str(models["rec"]),
+        "Rec.rec_batch_num": options.rec_batch,
         # rapidocr pads every line to at least 320 px wide; short lines need not be.
         "Rec.rec_img_shape": [3, 48, 48],
-        "Cls.cls_batch_num": 16,
     }
 
 
-def _read_page(models: _Models, bgr: np.ndarray, engine: EmbeddedEngine) -> OcrText:
-    """Detect, orient, classify, recognise and lay out one page (see the module docstring)."""
+def _read_page(models: _Models, bgr: np.ndarray, options: EmbeddedOptions) -> OcrText:
+    """Detect, orient, recognise and lay out one page (see the module docstring)."""
     clock = _Clock()
     quads = _detect_lines(models, bgr)
     clock.lap("detect")
     if len(quads) == 0:
         return OcrText(text="", timings=clock.laps)
     rotation = 0
-    if engine.detect_rotation and _is_sideways(quads):
+    if options.detect_rotation and _is_sideways(quads):
         quads = _turn_quads_quarter(quads, bgr.shape[0])
         bgr, rotation = np.ascontiguousarray(np.rot90(bgr, k=-1)), 90
     crops = [models.crop(bgr, quad) for quad in quads]
-    if engine.detect_rotation and _is_upside_down(models, crops, engine.line_margin):
+    if options.detect_rotation and _is_upside_down(models, crops, options.line_margin):
         crops = [_turn_half(crop) for crop in crops]
         quads = _turn_quads_half(quads, bgr.shape[1], bgr.shape[0])
         rotation += 180
     clock.lap("classify")
-    texts, scores = models.read_lines(crops, engine.line_margin)
+    texts, scores = models.read_lines(crops, options.line_margin)
     clock.lap("recognize")
     boxes = tuple(
         TextBox.from_quad(quad, text, score)
         for quad, text, score in zip(quads, texts, scores, strict=True)
-        if text.strip() and score >= engine.min_score
+        if text.strip() and score >= options.min_score
     )
     return OcrText(layout_text(boxes), rotation, boxes, clock.laps)
 
@@ -260,21 +281,14 @@ def _detect_lines(models: _Models, bgr: np.ndarray) -> Quads:
     return quads
 
 
-def _with_margin(crop: np.ndarray, margin: float) -> np.ndarray:
-    """``crop`` with ``margin`` × its height of background added above and below."""
-    pad = round(crop.shape[0] * margin / 2)
-    if pad <= 0:
-        return crop
-    background = np.median(np.concatenate([crop[0], crop[-1]]), axis=0).astype(np.uint8)
-    out = np.empty((crop.shape[0] + 2 * pad, *crop.shape[1:]), np.uint8)
-    out[:] = background
-    out[pad : pad + crop.shape[0]] = crop
-    return out
-
-
-def _length(crop: np.ndarray) -> float:
-    """A line's length in text heights."""
-    return crop.shape[1] / max(crop.shape[0], 1)
+def _is_sideways(quads: Quads) -> bool:
+    """True when most of the text (by length) runs in boxes at least 1.5 times taller than
+    wide: the page lies on its side. Squarish boxes (single characters) do not vote."""
+    widths = np.linalg.norm(quads[:, 1] - quads[:, 0], axis=1)
+    heights = np.linalg.norm(quads[:, 3] - quads[:, 0], axis=1)
+    tall = heights[heights >= 1.5 * widths].sum()
+    wide = widths[widths >= 1.5 * heights].sum()
+    return bool(tall > wide)
 
 
 def _is_upside_down(models: _Models, crops: list[np.ndarray], margin: float) -> bool:
@@ -290,43 +304,55 @@ def _is_upside_down(models: _Models, crops: list[np.ndarray], margin: float) -> 
     return turned > models.mean_score(probe, margin)
 
 
+def _length(crop: np.ndarray) -> float:
+    """A line's length in text heights."""
+    return crop.shape[1] / max(crop.shape[0], 1)
+
+
 def _turn_half(crop: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(crop[::-1, ::-1])
 
 
-def _is_sideways(quads: Quads) -> bool:
-    """True when most of the text (by length) runs in boxes at least 1.5 times taller than
-    wide: the page lies on its side. Square boxes (single characters) do not vote."""
-    widths = np.linalg.norm(quads[:, 1] - quads[:, 0], axis=1)
-    heights = np.linalg.norm(quads[:, 3] - quads[:, 0], axis=1)
-    tall = heights[heights >= 1.5 * widths].sum()
-    wide = widths[widths >= 1.5 * heights].sum()
-    return bool(tall > wide)
+def _with_margin(crop: np.ndarray, margin: float) -> np.ndarray:
+    """``crop`` with ``margin`` × its height of background (the median colour of its top
+    and bottom rows) added above and below: the recogniser scales lines to 48 px high, so
+    a taller crop is a narrower input."""
+    pad = round(crop.shape[0] * margin / 2)
+    if pad <= 0:
+        return crop
+    background = np.median(np.concatenate([crop[0], crop[-1]]), axis=0).astype(np.uint8)
+    padded = np.empty((crop.shape[0] + 2 * pad, *crop.shape[1:]), np.uint8)
+    padded[:] = background
+    padded[pad : pad + crop.shape[0]] = crop
+    return padded
 
 
 def _turn_quads_quarter(quads: Quads, height: int) -> Quads:
-    """Quads of a page of ``height`` px after turning the page 90° clockwise."""
-    turned = np.stack([height - quads[:, :, 1], quads[:, :, 0]], axis=2)
-    return _order_corners(turned)
+    """Quads of a page ``height`` px high after turning the page 90° clockwise."""
+    return _order_corners(np.stack([height - quads[:, :, 1], quads[:, :, 0]], axis=2))
 
 
 def _turn_quads_half(quads: Quads, width: int, height: int) -> Quads:
     """Quads of a ``width`` × ``height`` page after turning it 180°."""
-    turned = np.stack([width - quads[:, :, 0], height - quads[:, :, 1]], axis=2)
-    return _order_corners(turned)
+    return _order_corners(np.stack([width - quads[:, :, 0], height - quads[:, :, 1]], axis=2))
 
 
 def _order_corners(quads: Quads) -> Quads:
     """Corners as top-left, top-right, bottom-right, bottom-left, as the detector gives
     them: the two left-most points are the left side, each side ordered by y."""
     by_x = np.take_along_axis(quads, np.argsort(quads[:, :, 0], axis=1)[:, :, None], axis=1)
-    left = _sorted_by_y(by_x[:, :2])
-    right = _sorted_by_y(by_x[:, 2:])
+    left, right = _sorted_by_y(by_x[:, :2]), _sorted_by_y(by_x[:, 2:])
     return np.stack([left[:, 0], right[:, 0], right[:, 1], left[:, 1]], axis=1).astype(np.float32)
 
 
 def _sorted_by_y(pairs: np.ndarray) -> np.ndarray:
     return np.take_along_axis(pairs, np.argsort(pairs[:, :, 1], axis=1)[:, :, None], axis=1)
+
+
+def _last_line(exc: Exception) -> str:
+    """The last line of an error message (rapidocr wraps whole tracebacks in its errors)."""
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[-1][:300] if lines else ''}"
 
 
 def decode_page_image(image: PageImage) -> np.ndarray:

@@ -1,0 +1,333 @@
+"""The worker loop every executor runs: claim an item's lease, convert it, mark it done.
+
+Any number of workers — one ``ocrflow run``, extra ``ocrflow worker`` processes on other
+machines, Ray actors — share one workspace this way. Work is duplicated only after a lease
+expires, and never duplicates output: outputs have deterministic names and are written
+whole before the done marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from ocrflow.config import EngineOptions, RunConfig
+from ocrflow.engines.factory import build_engine
+from ocrflow.engines.session import EngineSession, open_engine
+from ocrflow.errors import SourceError
+from ocrflow.leases import Lease, LeaseManager
+from ocrflow.pipeline import (
+    CHUNK_PAGES,
+    DocumentJob,
+    DocumentPipeline,
+    OpenedDocument,
+    PageBudget,
+    Progress,
+    content_hash,
+    document_id,
+)
+from ocrflow.reader import PageReader, PlainReader
+from ocrflow.remote import local_copy
+from ocrflow.render.pool import RenderPool
+from ocrflow.runstats import RunStats
+from ocrflow.sinks import DocumentSink
+from ocrflow.types import DocStatus, DocumentResult
+from ocrflow.workitems import Manifest, WorkItem, range_items
+from ocrflow.workspace import Workspace
+
+log = logging.getLogger("ocrflow.worker")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """How one worker takes part in a run."""
+
+    owner: str = ""
+    lease_ttl_s: float = 120.0
+    shard_index: int | None = None
+    num_shards: int | None = None
+    #: Documents with more selected pages than this are split into items of this size.
+    split_pages: int = 500
+    #: Seconds between looks at the item list while other workers hold the rest.
+    idle_poll_s: float = 2.0
+    #: Count documents finished by earlier runs in this worker's tally (one reporter only).
+    report_finished_before: bool = True
+
+    def resolved_owner(self) -> str:
+        return self.owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:4]}"
+
+
+class FanOut:
+    """Sends progress events to several listeners."""
+
+    def __init__(self, *listeners: Progress) -> None:
+        self.listeners = listeners
+
+    def document_started(self, source, pages):  # type: ignore[no-untyped-def]
+        for listener in self.listeners:
+            listener.document_started(source, pages)
+
+    def pages_finished(self, results):  # type: ignore[no-untyped-def]
+        for listener in self.listeners:
+            listener.pages_finished(results)
+
+    def document_finished(self, source, result, skipped):  # type: ignore[no-untyped-def]
+        for listener in self.listeners:
+            listener.document_finished(source, result, skipped)
+
+
+def build_reader(config: RunConfig, session: EngineSession, workspace: Workspace) -> PageReader:
+    """The page reader for the engine: plain text, or a recipe with retries and fallbacks."""
+    if session.recipe is None:
+        return PlainReader(session.engine)
+    from ocrflow.policy import AttemptPolicy, TransportPolicy
+    from ocrflow.vlm_reader import VlmReader
+
+    options = config.engine
+    return VlmReader(
+        session.engine,
+        session.recipe,  # type: ignore[arg-type]
+        store=workspace.store,
+        transport=TransportPolicy(
+            page_deadline_s=options.page_deadline_s, request_timeout_s=options.request_timeout_s
+        ),
+        attempts=AttemptPolicy(max_page_error_rate=options.max_page_error_rate),
+        fallback_engine=lambda: build_engine(EngineOptions(kind="embedded")),
+    )
+
+
+def page_budget(config: RunConfig) -> int:
+    """How many pages may be rendered and not yet read: enough to keep the engine busy."""
+    render_ahead = CHUNK_PAGES * config.render.workers * 2
+    if config.engine.kind in {"embedded", "tesseract"}:
+        return max(render_ahead, 32)
+    replicas = max(1, len(config.engine.servers), len(config.engine.gpus))
+    concurrency = config.engine.max_concurrency or 256
+    return render_ahead + concurrency * replicas + CHUNK_PAGES * 4
+
+
+async def work(
+    config: RunConfig,
+    workspace: Workspace,
+    *,
+    options: WorkerOptions | None = None,
+    progress: Progress | None = None,
+) -> RunStats:
+    """Work on the run in ``workspace`` until no item is left; return what this worker did."""
+    options = options or WorkerOptions()
+    stats = RunStats()
+    owner = options.resolved_owner()
+    run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    fingerprint = workspace.bind(config)
+    pool = RenderPool(config.render.workers, page_timeout_s=config.render.page_timeout_s,
+                      memory_mb=config.render.worker_memory_mb)
+    try:
+        async with open_engine(config.engine, log_dir=workspace.log_dir()) as session, \
+                _recording(workspace, stats, run_id, owner):
+            reader = build_reader(config, session, workspace)
+            pipeline = DocumentPipeline(
+                config, pool=pool, reader=reader, workspace=workspace,
+                sink=DocumentSink(workspace.store, page_separator=config.out.page_separator),
+                budget=PageBudget(page_budget(config)),
+                progress=FanOut(stats, progress) if progress else stats,  # type: ignore[arg-type]
+                fingerprint=fingerprint, engine_name=session.label,
+                target_dim=config.render.target_dim or session.target_dim,
+            )
+            try:
+                await ItemLoop(pipeline, workspace, options, owner, fingerprint).run()
+            finally:
+                await reader.aclose()
+    finally:
+        pool.close()
+    return stats
+
+
+@contextlib.asynccontextmanager
+async def _recording(
+    workspace: Workspace, stats: RunStats, run_id: str, owner: str
+) -> AsyncIterator[None]:
+    """Keep this worker's run record fresh (status shows live workers), and final at exit."""
+
+    def save() -> None:
+        workspace.record_run(run_id, {**stats.record(run_id, owner), "heartbeat": time.time()})
+
+    async def refresh() -> None:
+        while True:
+            await asyncio.sleep(10)
+            await asyncio.to_thread(save)
+
+    task = asyncio.get_running_loop().create_task(refresh())
+    try:
+        yield
+    finally:
+        task.cancel()
+        stats.finished = time.time()
+        save()
+
+
+class ItemLoop:
+    """Passes over the manifest until every item (of this shard) is done."""
+
+    def __init__(self, pipeline: DocumentPipeline, workspace: Workspace, options: WorkerOptions,
+                 owner: str, fingerprint: str) -> None:
+        self.pipeline = pipeline
+        self.workspace = workspace
+        self.manifest = Manifest(workspace.store)
+        self.options = options
+        self.leases = LeaseManager(workspace.store, owner, ttl_s=options.lease_ttl_s)
+        self.fingerprint = fingerprint
+        self.slots = asyncio.Semaphore(_document_slots(pipeline.config))
+        self._rng = random.Random(owner)
+
+    def pending(self) -> list[WorkItem]:
+        """Items of this worker's shard not done yet, in a worker-specific order so that
+        workers starting together do not all fight over the first item."""
+        done = self.manifest.done_item_ids()
+        items = [i for i in (*self.manifest.items(), *self.manifest.all_ranges())
+                 if i.item_id not in done and self._mine(i)]
+        if len(items) > 1:
+            start = self._rng.randrange(len(items))
+            items = items[start:] + items[:start]
+        return items
+
+    def _report_finished_before(self) -> None:
+        """Count documents finished by earlier runs, with their status, in this run's tally."""
+        done = self.manifest.done_item_ids()
+        for item in self.manifest.items():
+            if item.item_id not in done or not self._mine(item):
+                continue
+            record = self.manifest.item_done(item.item_id) or {}
+            doc = self.workspace.done_record(record.get("doc_id", "")) or {}
+            status = DocStatus(doc.get("status", "ok"))
+            result = DocumentResult(record.get("doc_id", ""), item.uri, status,
+                                    reason=doc.get("reason"), message=doc.get("message"))
+            self.pipeline.progress.document_finished(item.source, result, skipped=True)
+
+    def _mine(self, item: WorkItem) -> bool:
+        shards = self.options.num_shards
+        return not shards or item.shard(shards) == (self.options.shard_index or 0)
+
+    async def run(self) -> None:
+        if self.options.report_finished_before:
+            await asyncio.to_thread(self._report_finished_before)
+        while True:
+            items = await asyncio.to_thread(self.pending)
+            if not items:
+                return
+            claimed = await self._pass(items)
+            if not claimed:  # everything left is leased by others: wait for them
+                await asyncio.sleep(self.options.idle_poll_s)
+
+    async def _pass(self, items: list[WorkItem]) -> int:
+        claimed = 0
+        async with asyncio.TaskGroup() as group:
+            for item in items:
+                await self.slots.acquire()
+                lease = await asyncio.to_thread(self._claim, item)
+                if lease is None:
+                    self.slots.release()
+                    continue
+                claimed += 1
+                group.create_task(self._guarded(item, lease))
+        return claimed
+
+    def _claim(self, item: WorkItem) -> Lease | None:
+        lease = self.leases.claim(item.item_id)
+        if lease is not None and self.manifest.item_done(item.item_id) is not None:
+            self.leases.release(lease)  # finished by someone else since our listing
+            return None
+        return lease
+
+    async def _guarded(self, item: WorkItem, lease: Lease) -> None:
+        try:
+            async with self.leases.held(lease):
+                await self._process(item)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not lease.lost or task is None:
+                raise
+            task.uncancel()  # our lease went to another worker: its result will be the same
+        finally:
+            await asyncio.to_thread(self.leases.release, lease)
+            self.slots.release()
+
+    async def _process(self, item: WorkItem) -> None:
+        with contextlib.ExitStack() as copies:
+            path = await asyncio.to_thread(_local_file, copies, item.uri)
+            digest = await asyncio.to_thread(_hash_or_empty, path)
+            doc_id = item.doc_id or document_id(digest, self.fingerprint, item.rel)
+            job = DocumentJob(item.source, item.rel, doc_id, digest, path)
+            if item.is_range:
+                await self._process_range(item, job)
+            else:
+                await self._process_document(item, job)
+
+    async def _process_document(self, item: WorkItem, job: DocumentJob) -> None:
+        pipeline = self.pipeline
+        if self.workspace.done_record(job.doc_id) is not None:
+            await pipeline.convert(job)  # reports it as already done
+            self.manifest.mark_item_done(item, job.doc_id, "done")
+            return
+        opened = await pipeline.open(job)
+        if isinstance(opened, DocumentResult):
+            pipeline.finish_failed(job, opened)
+        elif len(opened.pages) > self.options.split_pages:
+            ranges = range_items(item, job.doc_id, opened.pages, self.options.split_pages)
+            self.manifest.split(item, ranges)
+            pipeline.progress.document_started(job.source, len(opened.pages))
+            self.manifest.mark_item_done(item, job.doc_id, "split")
+            return
+        else:
+            pipeline.progress.document_started(job.source, len(opened.pages))
+            results = await pipeline.convert_pages(job, opened.pages, opened.password)
+            pipeline.finish(job, opened, results)
+        self.manifest.mark_item_done(item, job.doc_id, "done")
+
+    async def _process_range(self, item: WorkItem, job: DocumentJob) -> None:
+        opened = await self.pipeline.open(job)
+        if isinstance(opened, DocumentResult):
+            self.pipeline.finish_failed(job, opened)
+            self.manifest.mark_item_done(item, job.doc_id, "done")
+            return
+        pages = tuple(p for p in opened.pages if item.first <= p <= item.last)
+        await self.pipeline.convert_pages(job, pages, opened.password)
+        self.manifest.mark_item_done(item, job.doc_id, "range")
+        await self._finish_split_document(item, job, opened)
+
+    async def _finish_split_document(
+        self, item: WorkItem, job: DocumentJob, opened: OpenedDocument
+    ) -> None:
+        """Whoever completes the last range assembles the document (each range is marked
+        done before this check, so at least one worker sees them all done)."""
+        parent_id = item.item_id.split("@", 1)[0]
+        siblings = self.manifest.ranges(parent_id)
+        finished = all(self.manifest.item_done(s.item_id) for s in siblings)
+        if finished and self.workspace.done_record(job.doc_id) is None:
+            self.pipeline.finish(job, opened)
+
+
+def _document_slots(config: RunConfig) -> int:
+    # Enough documents open at once to fill the page budget with small documents.
+    return max(4, config.render.workers * 2, page_budget(config) // CHUNK_PAGES)
+
+
+def _local_file(copies: contextlib.ExitStack, uri: str) -> str:
+    try:
+        return copies.enter_context(local_copy(uri))
+    except SourceError:
+        return uri  # unreadable: hashing and probing report it
+
+
+def _hash_or_empty(path: str) -> str:
+    try:
+        return content_hash(path)
+    except OSError:
+        return "unreadable"

@@ -1,0 +1,374 @@
+"""The OpenAI-compatible client against the fakevllm server process.
+
+Readiness, error classification, routing across replicas, draining and return of a dead
+replica, the adaptive in-flight limit, and keeping the API key out of logs and errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import logging
+import socket
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import suppress
+from typing import Any, TypeVar
+
+import pytest
+from aiohttp import web
+
+from ocrflow.engines.openai import OpenAIEngine
+from ocrflow.errors import EngineRejected, EngineUnavailable
+from ocrflow.types import PageImage, PageRequest
+from tests.fakevllm.process import ServerHandle, running_server
+from tests.fakevllm.server import EXCLUSIVE_FAULTS
+
+#: Quick pages: 20 tokens each, a few milliseconds a step.
+FAST = ("--pages-per-s", "2000", "--tokens-per-page", "20", "--max-num-seqs", "16")
+#: Pages that take about half a second, so that requests overlap.
+SLOW = ("--pages-per-s", "20", "--tokens-per-page", "20", "--max-num-seqs", "16")
+MODEL = "test-model"
+T = TypeVar("T")
+
+
+def request(i: int, *, max_tokens: int = 100) -> PageRequest:
+    """A page request with a distinct image payload."""
+    data = hashlib.sha256(str(i).encode()).digest() * 64
+    return PageRequest(
+        image=PageImage(data, 100, 100, "png"),
+        prompt="Convert this page.",
+        temperature=0.1,
+        max_tokens=max_tokens,
+    )
+
+
+def run(main: Callable[[], Awaitable[T]]) -> T:
+    return asyncio.run(main())  # type: ignore[arg-type]
+
+
+async def using(engine: OpenAIEngine, body: Callable[[OpenAIEngine], Awaitable[T]]) -> T:
+    """Run ``body`` with ``engine`` and close it afterwards."""
+    try:
+        return await body(engine)
+    finally:
+        await engine.aclose()
+
+
+async def infer_retrying(engine: OpenAIEngine, req: PageRequest, timeout: float = 10) -> Any:
+    """``infer`` with the reader's treatment of transient errors (retry after a pause)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await engine.infer(req)
+        except EngineUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.02)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerHandle]:
+    with running_server(*FAST) as handle:
+        yield handle
+
+
+@pytest.fixture
+def faults(server: ServerHandle) -> Iterator[Callable[..., dict[str, float]]]:
+    """Set fault rates on the shared server for one test; reset them afterwards."""
+    yield server.set_faults
+    server.set_faults(**dict.fromkeys((*EXCLUSIVE_FAULTS, "slow"), 0.0))
+
+
+# -- readiness ---------------------------------------------------------------------------
+def test_wait_ready_waits_out_the_warmup() -> None:
+    with running_server(*FAST, "--warmup-s", "1.5") as warming:
+
+        async def main() -> tuple[str, float]:
+            engine = OpenAIEngine([warming.base_url], MODEL, poll_interval_s=0.1)
+            with pytest.raises(EngineUnavailable) as early:
+                await engine.wait_ready(0.2)
+            started = time.monotonic()
+            await engine.wait_ready(15)
+            waited = time.monotonic() - started
+            reply = await using(engine, lambda e: e.infer(request(1)))
+            assert reply.finish_reason == "stop"
+            return str(early.value), waited
+
+        message, waited = run(main)
+        outcomes = warming.stats()["outcomes"]
+    assert "503" in message
+    assert waited > 0.3
+    assert outcomes.get("warming_up", 0) == 0  # no page was sent while it warmed up
+
+
+def test_wait_ready_refuses_a_server_without_the_model(server: ServerHandle) -> None:
+    engine = OpenAIEngine([server.base_url], "another-model")
+    with pytest.raises(EngineUnavailable, match="does not serve 'another-model'"):
+        run(lambda: using(engine, lambda e: e.wait_ready(0.5)))
+
+
+# -- error classification ----------------------------------------------------------------
+@pytest.mark.parametrize("fault", ["fail_429", "fail_500", "fail_503"])
+def test_overload_and_server_errors_are_transient(
+    server: ServerHandle, faults: Callable[..., Any], fault: str
+) -> None:
+    faults(**{fault: 1.0})
+    engine = OpenAIEngine([server.base_url], MODEL)
+    with pytest.raises(EngineUnavailable, match=fault.removeprefix("fail_")):
+        run(lambda: using(engine, lambda e: e.infer(request(2))))
+
+
+def test_an_injected_context_overflow_is_a_fixable_rejection(
+    server: ServerHandle, faults: Callable[..., Any]
+) -> None:
+    faults(context_overflow=1.0)
+    engine = OpenAIEngine([server.base_url], MODEL)
+    with pytest.raises(EngineRejected) as caught:
+        run(lambda: using(engine, lambda e: e.infer(request(3))))
+    assert caught.value.context_overflow and caught.value.status == 400
+
+
+def test_asking_for_more_than_the_context_is_a_context_overflow(server: ServerHandle) -> None:
+    engine = OpenAIEngine([server.base_url], MODEL)
+    with pytest.raises(EngineRejected, match="maximum context length") as caught:
+        run(lambda: using(engine, lambda e: e.infer(request(4, max_tokens=100_000))))
+    assert caught.value.context_overflow
+
+
+def test_an_unknown_model_is_a_permanent_rejection(server: ServerHandle) -> None:
+    engine = OpenAIEngine([server.base_url], "no-such-model")
+    with pytest.raises(EngineRejected) as caught:
+        run(lambda: using(engine, lambda e: e.infer(request(5))))
+    assert caught.value.status == 404 and not caught.value.context_overflow
+
+
+def test_a_hung_request_times_out_as_transient(
+    server: ServerHandle, faults: Callable[..., Any]
+) -> None:
+    faults(hang=1.0)
+    engine = OpenAIEngine([server.base_url], MODEL, request_timeout_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(EngineUnavailable, match=r"did not answer within 0\.3 s"):
+        run(lambda: using(engine, lambda e: e.infer(request(6))))
+    assert time.monotonic() - started < 3
+
+
+# -- routing and health ------------------------------------------------------------------
+def test_requests_go_to_the_least_loaded_replica() -> None:
+    with running_server(*SLOW) as one, running_server(*SLOW) as two:
+
+        async def main(engine: OpenAIEngine) -> list[int]:
+            await engine.wait_ready(10)
+            calls = [asyncio.create_task(engine.infer(request(100 + i))) for i in range(10)]
+            await asyncio.sleep(0.15)
+            in_flight = [r["in_flight"] for r in engine.snapshot()]
+            await asyncio.gather(*calls)
+            return in_flight
+
+        engine = OpenAIEngine([one.base_url, two.base_url], MODEL, max_concurrency=8)
+        in_flight = run(lambda: using(engine, main))
+        received = [one.stats()["received"], two.stats()["received"]]
+    assert in_flight == [5, 5]
+    assert received == [5, 5]
+
+
+def test_a_dead_replica_is_drained_and_comes_back() -> None:
+    port = free_port()
+    with running_server(*FAST) as steady:
+        dying = running_server(*FAST, "--port", port, "--dead-after", "2")
+        first = dying.__enter__()
+
+        async def main(engine: OpenAIEngine) -> dict[str, Any]:
+            await engine.wait_ready(10)
+            for i in range(30):  # the dead one answers 500s until /health drains it
+                await infer_retrying(engine, request(200 + i))
+            drained = engine.snapshot()[0]
+            sent_while_drained = first.stats()["received"]
+            for i in range(10):
+                await infer_retrying(engine, request(300 + i))
+            after = first.stats()["received"]
+            dying.__exit__(None, None, None)
+            with running_server(*FAST, "--port", port) as second:
+                back = await asyncio.to_thread(
+                    wait_until, lambda: engine.snapshot()[0]["healthy"], 5.0
+                )
+                await asyncio.gather(*(engine.infer(request(400 + i)) for i in range(20)))
+                served = second.stats()["received"]
+            return {
+                "drained": drained,
+                "quiet": after - sent_while_drained,
+                "back": back,
+                "served": served,
+            }
+
+        try:
+            engine = OpenAIEngine(
+                [first.base_url, steady.base_url], MODEL, poll_interval_s=0.1, max_concurrency=4
+            )
+            seen = run(lambda: using(engine, main))
+        finally:
+            with suppress(Exception):
+                dying.__exit__(None, None, None)
+    assert seen["drained"]["healthy"] is False
+    assert seen["quiet"] == 0  # nothing went to the drained replica
+    assert seen["back"] is True
+    assert seen["served"] > 0  # it takes work again
+
+
+# -- adaptive limit ----------------------------------------------------------------------
+def test_the_adaptive_limit_tracks_the_server_queue() -> None:
+    """With a queue at the server, the limit stays near max-num-seqs + target_waiting."""
+    flags = ("--pages-per-s", "80", "--tokens-per-page", "20", "--max-num-seqs", "16")
+    with running_server(*flags, "--tokens-jitter", "0.5") as busy:
+
+        async def main(engine: OpenAIEngine) -> list[tuple[float, float, float]]:
+            await engine.wait_ready(10)
+            stop = time.monotonic() + 3.0
+            counter = iter(range(10**6))
+
+            async def worker() -> None:
+                while time.monotonic() < stop:
+                    await infer_retrying(engine, request(next(counter)))
+
+            workers = [asyncio.create_task(worker()) for _ in range(60)]
+            samples = []
+            await asyncio.sleep(1.0)  # settle
+            while time.monotonic() < stop:
+                state = engine.snapshot()[0]
+                samples.append((state["limit"], state.get("waiting", 0.0), state["in_flight"]))
+                await asyncio.sleep(0.02)
+            await asyncio.gather(*workers)
+            return samples
+
+        engine = OpenAIEngine([busy.base_url], MODEL, poll_interval_s=0.05, target_waiting=8)
+        samples = run(lambda: using(engine, main))
+        max_running = busy.stats()["engine"]["max_running_seen"]
+    queued = [limit for limit, waiting, _ in samples if waiting > 0]
+    assert max_running == 16  # the client kept the batch full
+    assert queued, "the server never had a queue"
+    assert max(queued) <= 16 + 8 + 1
+    assert max(limit for limit, _, _ in samples) <= 16 + 8 + 8  # growth is taken back at once
+
+
+def test_a_fixed_limit_is_kept(server: ServerHandle) -> None:
+    async def main(engine: OpenAIEngine) -> int:
+        await engine.wait_ready(10)
+        peak = 0
+
+        async def watch() -> None:
+            nonlocal peak
+            while True:
+                peak = max(peak, engine.snapshot()[0]["in_flight"])
+                await asyncio.sleep(0)
+
+        watcher = asyncio.create_task(watch())
+        await asyncio.gather(*(engine.infer(request(500 + i)) for i in range(40)))
+        watcher.cancel()
+        return peak
+
+    engine = OpenAIEngine([server.base_url], MODEL, max_concurrency=3)
+    assert run(lambda: using(engine, main)) == 3
+
+
+def test_earlier_deadlines_are_served_first(server: ServerHandle) -> None:
+    """Pages waiting for a slot go earliest deadline first (a retry before fresh pages)."""
+
+    async def main(engine: OpenAIEngine) -> list[int]:
+        await engine.wait_ready(10)
+        order: list[int] = []
+
+        async def one(i: int, deadline: float) -> None:
+            await engine.infer(dataclasses.replace(request(600 + i), deadline=deadline))
+            order.append(i)
+
+        blocker = asyncio.create_task(one(0, 0.0))
+        await asyncio.sleep(0)  # it holds the only slot
+        now = time.monotonic()
+        late = [asyncio.create_task(one(i, now + 100 - i)) for i in range(1, 6)]
+        await asyncio.gather(blocker, *late)
+        return order
+
+    engine = OpenAIEngine([server.base_url], MODEL, max_concurrency=1)
+    assert run(lambda: using(engine, main)) == [0, 5, 4, 3, 2, 1]
+
+
+# -- the API key -------------------------------------------------------------------------
+SECRET = "sk-test-5b1f0e7c9a"
+
+
+async def _keyed_server(seen: list[str]) -> web.AppRunner:
+    """A tiny server that records Authorization headers, answers 500s, then fails /health."""
+    health_calls = 0
+
+    async def health(_request: web.Request) -> web.Response:
+        nonlocal health_calls
+        health_calls += 1
+        return web.Response(status=200 if health_calls == 1 else 503)
+
+    async def models(_request: web.Request) -> web.Response:
+        return web.json_response({"data": [{"id": MODEL}]})
+
+    async def completions(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization", ""))
+        await request.read()
+        return web.json_response({"error": {"message": "boom"}}, status=500)
+
+    app = web.Application(client_max_size=2**24)
+    app.router.add_get("/health", health)
+    app.router.add_get("/v1/models", models)
+    app.router.add_post("/v1/chat/completions", completions)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner
+
+
+def test_the_api_key_is_sent_but_never_shown(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    seen: list[str] = []
+
+    async def main() -> list[str]:
+        runner = await _keyed_server(seen)
+        host, port = runner.addresses[0][:2]
+        engine = OpenAIEngine([f"http://{host}:{port}"], MODEL, api_key=SECRET)
+        errors = []
+        try:
+            await engine.wait_ready(5)
+            for i in range(3):  # three 500s, then /health fails: drained, with a warning
+                with pytest.raises(EngineUnavailable) as caught:
+                    await engine.infer(request(700 + i))
+                errors.append(str(caught.value) + repr(caught.value))
+            drained = lambda: not engine.snapshot()[0]["healthy"]  # noqa: E731
+            assert await asyncio.to_thread(wait_until, drained, 5.0)
+        finally:
+            await engine.aclose()
+            await runner.cleanup()
+        # A refused connection, too.
+        dead = OpenAIEngine([f"http://127.0.0.1:{free_port()}"], MODEL, api_key=SECRET)
+        with pytest.raises(EngineUnavailable) as caught:
+            await using(dead, lambda e: e.infer(request(800)))
+        errors.append(str(caught.value) + repr(caught.value))
+        return errors
+
+    errors = run(main)
+    assert seen and all(header == f"Bearer {SECRET}" for header in seen)
+    assert "drained" in caplog.text
+    assert all(SECRET not in error for error in errors)
+    assert SECRET not in caplog.text
