@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import resource
 import statistics
 import sys
 import time
@@ -58,6 +59,7 @@ class Score:
     cer: float
     f1: float
     seconds: float
+    cpu_seconds: float
     text: str
 
 
@@ -137,18 +139,27 @@ def render_sample(path: Path, target_dim: int) -> Image.Image:
         return fit_longest_side(image.convert("RGB"), target_dim)
 
 
-def timed(read: Callable[[Image.Image], str], image: Image.Image) -> tuple[str, float]:
-    """Text and wall seconds of one call."""
+def timed(read: Callable[[Image.Image], str], image: Image.Image) -> tuple[str, float, float]:
+    """Text, wall seconds and CPU seconds (this process's threads plus child processes,
+    so Tesseract's subprocess counts) of one call."""
+    children = _children_cpu()
+    cpu = time.process_time()
     started = time.perf_counter()
     text = read(image)
-    return text, time.perf_counter() - started
+    wall = time.perf_counter() - started
+    return text, wall, time.process_time() - cpu + _children_cpu() - children
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def bench_page(
     engines: dict[str, Callable[[Image.Image], str]], image: Image.Image, truth: str, repeat: int
 ) -> dict[str, Score]:
     """Every engine on one page, alternating order each round; median seconds."""
-    runs: dict[str, list[tuple[str, float]]] = {name: [] for name in engines}
+    runs: dict[str, list[tuple[str, float, float]]] = {name: [] for name in engines}
     names = list(engines)
     for round_ in range(repeat):
         for name in names if round_ % 2 == 0 else reversed(names):
@@ -156,42 +167,62 @@ def bench_page(
     scores = {}
     for name, results in runs.items():
         text = results[0][0]
-        seconds = statistics.median(s for _, s in results)
+        seconds = statistics.median(wall for _, wall, _ in results)
+        cpu = statistics.median(cpu for _, _, cpu in results)
         f1 = textmetrics.word_f1(text, truth)
-        scores[name] = Score(textmetrics.cer(text, truth), f1, seconds, text)
+        scores[name] = Score(textmetrics.cer(text, truth), f1, seconds, cpu, text)
     return scores
 
 
+COLUMNS = (("cer", "CER", ".3f"), ("f1", "F1", ".3f"), ("seconds", "s/p", ".2f"))
+COLUMNS += (("cpu_seconds", "cpu s/p", ".2f"),)
+ENGINES = ("embedded", "tesseract")
+
+
 def print_table(dim: int, rows: list[tuple[Sample, dict[str, Score]]]) -> None:
-    """One line a page, then means over the verdict pages and the verdict."""
-    print(f"\n## target dim {dim} px (longest side)\n")
-    header = f"{'page':44} {'CER emb':>8} {'CER tess':>8} {'F1 emb':>7} {'F1 tess':>7}"
-    print(header + f" {'s/p emb':>8} {'s/p tess':>8}")
-    for sample, score in rows:
+    """One line a page, means over groups of pages, and the verdict line."""
+    print(f"\n## target dim {dim} px (longest side); s/p = median wall seconds a page\n")
+    heads = [f"{label} {engine[:4]}" for _, label, _ in COLUMNS for engine in ENGINES]
+    print(f"{'page':44}" + "".join(f"{h:>13}" for h in heads))
+    for sample, scores in rows:
         name = ("*" if sample.fraktur else " ") + Path(sample.path).name[:43]
-        emb, tess = score["embedded"], score["tesseract"]
-        print(
-            f"{name:44} {emb.cer:8.3f} {tess.cer:8.3f} {emb.f1:7.3f} {tess.f1:7.3f}"
-            f" {emb.seconds:8.2f} {tess.seconds:8.2f}"
-        )
-    main = [score for sample, score in rows if not sample.fraktur]
-    means = {
-        name: {
-            key: statistics.mean(getattr(s[name], key) for s in main)
-            for key in ("cer", "f1", "seconds")
-        }
-        for name in ("embedded", "tesseract")
+        print(f"{name:44}" + _cells(scores))
+    upright = [s for sample, s in rows if not sample.fraktur and "rotated" not in sample.path]
+    groups = {
+        "mean (all but Fraktur)": [s for sample, s in rows if not sample.fraktur],
+        "mean (upright, not Fraktur)": upright,
+        "mean (Fraktur)": [s for sample, s in rows if sample.fraktur],
     }
+    for label, group in groups.items():
+        print(f"{label:44}" + _cells(_means(group)))
+    means = _means(groups["mean (all but Fraktur)"])
     emb, tess = means["embedded"], means["tesseract"]
     print(
-        f"{'mean (non-Fraktur)':44} {emb['cer']:8.3f} {tess['cer']:8.3f} {emb['f1']:7.3f}"
-        f" {tess['f1']:7.3f} {emb['seconds']:8.2f} {tess['seconds']:8.2f}"
+        f"verdict @ {dim}: CER embedded/tesseract = {_ratio(emb.cer, tess.cer)}, "
+        f"upright-only {_ratio(*(_means(upright)[e].cer for e in ENGINES))}; "
+        f"s/page = {_ratio(emb.seconds, tess.seconds)}, "
+        f"CPU s/page = {_ratio(emb.cpu_seconds, tess.cpu_seconds)}"
     )
-    cer_ratio = emb["cer"] / tess["cer"] if tess["cer"] else float("inf")
-    print(
-        f"verdict @ {dim}: CER embedded/tesseract = {cer_ratio:.2f}, "
-        f"s/page embedded/tesseract = {emb['seconds'] / tess['seconds']:.2f}"
+
+
+def _cells(scores: dict[str, Score]) -> str:
+    return "".join(
+        f"{getattr(scores[engine], key):>13{spec}}" for key, _, spec in COLUMNS for engine in ENGINES
     )
+
+
+def _means(group: list[dict[str, Score]]) -> dict[str, Score]:
+    return {
+        engine: Score(
+            *(statistics.mean(getattr(s[engine], key) for s in group) for key, _, _ in COLUMNS),
+            text="",
+        )
+        for engine in ENGINES
+    }
+
+
+def _ratio(ours: float, theirs: float) -> str:
+    return f"{ours / theirs:.2f}" if theirs else "inf"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
