@@ -182,7 +182,7 @@ ENGINES = ("embedded", "tesseract")
 def print_table(dim: int, rows: list[tuple[Sample, dict[str, Score]]]) -> None:
     """One line a page, means over groups of pages, and the verdict line."""
     print(f"\n## target dim {dim} px (longest side); s/p = median wall seconds a page\n")
-    heads = [f"{label} {engine[:4]}" for _, label, _ in COLUMNS for engine in ENGINES]
+    heads = [f"{label} {engine[:3]}" for _, label, _ in COLUMNS for engine in ENGINES]
     print(f"{'page':44}" + "".join(f"{h:>13}" for h in heads))
     for sample, scores in rows:
         name = ("*" if sample.fraktur else " ") + Path(sample.path).name[:43]
@@ -206,9 +206,8 @@ def print_table(dim: int, rows: list[tuple[Sample, dict[str, Score]]]) -> None:
 
 
 def _cells(scores: dict[str, Score]) -> str:
-    return "".join(
-        f"{getattr(scores[engine], key):>13{spec}}" for key, _, spec in COLUMNS for engine in ENGINES
-    )
+    cells = (f"{getattr(scores[e], key):>13{spec}}" for key, _, spec in COLUMNS for e in ENGINES)
+    return "".join(cells)
 
 
 def _means(group: list[dict[str, Score]]) -> dict[str, Score]:

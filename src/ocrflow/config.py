@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
@@ -64,7 +64,7 @@ class EngineOptions(_Options):
     request_timeout_s: float = Field(180.0, gt=0)
     guided: bool = False
     #: Recipe overrides, e.g. ``{"max_tokens": 2048, "prompt": "..."}``.
-    recipe_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    recipe_options: dict[str, Any] = Field(default_factory=dict)
     #: Managed vLLM: one replica per entry of ``gpus``; extra ``vllm serve`` flags.
     gpus: tuple[str, ...] = ()
     server_flags: tuple[str, ...] = ()

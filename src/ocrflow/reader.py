@@ -55,26 +55,31 @@ class PlainReader:
         )
 
 
-def fallback_page(page: RenderedPage, error: str, *, attempts: int, **extra: object) -> PageResult:
-    """A page the engine could not read: its text layer if it has one, else a failure."""
-    if page.text and page.text.strip():
-        return PageResult(
-            page.page,
-            page.text,
-            Route.FALLBACK,
-            PageStatus.OK,
-            attempts=attempts,
-            error=error,
-            reason=Reason.ENGINE_ERROR,
-            attributes={"fallback": "text_layer", **extra},
-        )
+def fallback_page(
+    page: RenderedPage,
+    error: str,
+    *,
+    attempts: int,
+    tokens_in: int = 0,
+    tokens_out: int = 0,
+    **extra: object,
+) -> PageResult:
+    """A page the engine could not read: its text layer if it has one, else a failure.
+
+    The tokens the failed attempts used are kept: they were paid for.
+    """
+    usable = bool(page.text and page.text.strip())
     return PageResult(
         page.page,
-        "",
+        page.text or "" if usable else "",
         Route.FALLBACK,
-        PageStatus.FAILED,
+        PageStatus.OK if usable else PageStatus.FAILED,
         attempts=attempts,
         error=error,
         reason=Reason.ENGINE_ERROR,
-        attributes=dict(extra),
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        attributes={"fallback": "engine" if "fallback_engine" in extra else "text_layer", **extra}
+        if usable
+        else dict(extra),
     )

@@ -48,6 +48,8 @@ class _Attempts:
     tokens_in: int = 0
     tokens_out: int = 0
     last_error: str = ""
+    #: ``time.monotonic()`` when the page's first attempt began.
+    started: float = 0.0
 
 
 class VlmReader:
@@ -77,8 +79,8 @@ class VlmReader:
     async def read(self, page: RenderedPage, page_key: str) -> PageResult:
         """The page's Markdown, or a recorded fallback; never raises for engine trouble."""
         assert page.image is not None
-        state = _Attempts(page.image, self.recipe.max_tokens)
-        deadline = time.monotonic() + self.transport.page_deadline_s
+        state = _Attempts(page.image, self.recipe.max_tokens, started=time.monotonic())
+        deadline = state.started + self.transport.page_deadline_s
         while state.attempt < len(self.recipe.temperatures):
             try:
                 parsed = await self._one_attempt(state, page_key, deadline)
@@ -101,6 +103,7 @@ class VlmReader:
         request = self.recipe.build_request(
             state.image, state.attempt, max_tokens=state.max_tokens, page_key=page_key
         )
+        request = dataclasses.replace(request, deadline=deadline)
         reply = await self._call(request, state, deadline)
         reply = dataclasses.replace(
             reply,
@@ -123,7 +126,7 @@ class VlmReader:
             if left <= 0:
                 raise DeadlinePassed()
             try:
-                async with asyncio.timeout(min(left, self.transport.request_timeout_s)):
+                async with asyncio.timeout(self._request_budget(left)):
                     reply = await self.engine.infer(request)
             except (EngineUnavailable, TimeoutError) as exc:
                 state.transient += 1
@@ -134,6 +137,17 @@ class VlmReader:
             state.tokens_in += reply.tokens_in
             state.tokens_out += reply.tokens_out
             return reply
+
+    def _request_budget(self, left: float) -> float:
+        """How long one ``infer`` call may take.
+
+        An engine that times its own requests (it alone knows when one leaves its queue of
+        pages waiting for a slot) gets the rest of the deadline: timing the wait for a slot
+        as if it were the request would abandon pages that were merely queued.
+        """
+        if getattr(self.engine, "request_timeout_s", None) is not None:
+            return left
+        return min(left, self.transport.request_timeout_s)
 
     async def _shrink(self, state: _Attempts) -> bool:
         """Make the request fit the context: a smaller image, then fewer output tokens."""
@@ -161,6 +175,7 @@ class VlmReader:
             "rotation": state.rotation,
             "transient_retries": state.transient,
             "shrinks": state.shrinks,
+            "elapsed_s": round(time.monotonic() - state.started, 3),
         }
         return PageResult(
             page.page,
@@ -191,7 +206,13 @@ class VlmReader:
 
     async def _fall_back(self, page: RenderedPage, state: _Attempts) -> PageResult:
         reason = state.last_error or "attempts exhausted"
-        extra = {"tokens_in": state.tokens_in, "tokens_out": state.tokens_out}
+        extra = {
+            "tokens_in": state.tokens_in,
+            "tokens_out": state.tokens_out,
+            "transient_retries": state.transient,
+            # Time spent on the VLM (what the page deadline bounds), before falling back.
+            "elapsed_s": round(time.monotonic() - state.started, 3),
+        }
         if page.text_ok and page.text:
             return fallback_page(page, reason, attempts=state.attempt, **extra)
         engine = self._fallback_engine()

@@ -111,7 +111,14 @@ class EmbeddedEngine:
         pixels = decode_page_image(request.image)
         started = time.perf_counter()
         async with self._slots:
-            result = await asyncio.to_thread(self.recognize_array, pixels)
+            work = asyncio.ensure_future(asyncio.to_thread(self.recognize_array, pixels))
+            try:
+                result = await asyncio.shield(work)
+            except asyncio.CancelledError:
+                # A thread cannot be stopped: keep its slot until it ends, so that no more
+                # than ``max_parallel`` pages are ever being read, timeouts or not.
+                await asyncio.wait([work])
+                raise
         return EngineReply(
             text=result.text,
             latency_s=time.perf_counter() - started,
@@ -168,14 +175,20 @@ class _Models:
                 "the embedded engine needs rapidocr: pip install rapidocr onnxruntime"
             ) from exc
         files = bundled_model_files()
-        ocr = RapidOCR(params=_rapidocr_params(options, files))
-        # rapidocr's loaders build each wrapper; we call the steps one by one.
-        models = cls(ocr._load_det_model(), ocr._load_cls_model(), ocr._load_rec_model())
-        if options.threads > 1:
-            for wrapper, task in ((models.detector, "det"), (models.classifier, "cls")):
-                wrapper.session.session = _ort_session(files[task], options.threads)
-            models.recognizer.session.session = _ort_session(files["rec"], options.threads)
+        try:
+            ocr = RapidOCR(params=_rapidocr_params(options, files))
+            # rapidocr's loaders build each wrapper; we call the steps one by one.
+            models = cls(ocr._load_det_model(), ocr._load_cls_model(), ocr._load_rec_model())
+            if options.threads > 1:
+                for wrapper, task in zip(models.wrappers(), ("det", "cls", "rec"), strict=True):
+                    wrapper.session.session = _ort_session(files[task], options.threads)
+        except Exception as exc:  # rapidocr and onnxruntime raise plain exceptions
+            raise EngineError(f"cannot load the PP-OCR models: {_last_line(exc)}") from exc
         return models
+
+    def wrappers(self) -> tuple[Any, Any, Any]:
+        """Detector, classifier, recogniser."""
+        return self.detector, self.classifier, self.recognizer
 
     def detect(self, bgr: np.ndarray) -> Quads:
         """Line quads in ``bgr``'s own pixels (an empty array when there is no text)."""

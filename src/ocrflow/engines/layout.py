@@ -1,9 +1,11 @@
-"""Reading order for OCR boxes: boxes → lines → blocks → ordered paragraphs → text.
+"""Reading order for OCR boxes: lines → blocks → ordered paragraphs → text.
 
-Boxes on one baseline and close together chain into lines; stacked, left-aligned lines of
-one size chain into blocks (a block ends after a short line, so a block is about one
-paragraph); blocks are put in reading order with Breuel's two rules [1], so columns read
-top to bottom, left column first, and full-width parts above or below them stay there:
+Each detected box is one line: the detector already joins the words of a line, and a gap
+it leaves is a column gutter or a table cell, which must stay apart (gutters of half a
+text height occur, so no gap threshold could merge lines safely). Stacked, left-aligned
+lines of one size chain into blocks (a block ends after a short line, so a block is about
+one paragraph); blocks are put in reading order with Breuel's two rules [1], so columns
+read top to bottom, left column first, and full-width parts above or below them stay:
 
 1. ``a`` comes before ``b`` when their x-ranges overlap and ``a`` is above ``b``;
 2. ``a`` comes before ``b`` when ``a`` is left of ``b`` and no block between them (in y)

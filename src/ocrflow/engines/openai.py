@@ -1,17 +1,28 @@
 """OpenAI-compatible chat-completions engine (vLLM, SGLang, hosted providers).
 
-One pooled ``httpx.AsyncClient`` for every replica. The client owns concurrency: vLLM queues
-without bound, so each replica gets a limit that ``ReplicaLimiter`` adapts from the server's
-own ``/metrics`` (``vllm:num_requests_waiting``) or, without metrics, from 429/503 answers.
-Each request goes to the least-loaded healthy replica; a replica that stops answering is
+The client owns concurrency: vLLM queues without bound, so each replica gets an in-flight
+limit that ``ReplicaLimiter`` steers from the server's own ``/metrics``
+(``vllm:num_requests_running`` / ``vllm:num_requests_waiting``) or, without metrics, from
+how often the server refuses work (429/503). Pages wait for a slot on our side, earliest
+deadline first, so a retried page goes ahead of pages that have not been tried yet. Each
+request goes to the least-loaded healthy replica; a replica whose ``/health`` fails is
 drained and probed in the background until it comes back.
+
+Transport: ``httpx``, sharded into several small ``AsyncClient`` pools. One pool of 128+
+connections costs 5-13 ms of CPU per request (httpcore scans every connection and every
+queued request on each event); pools of ~16 connections cost ~1.3 ms (see
+``bench/bench_vlm.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import heapq
+import itertools
+import json
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,11 +36,19 @@ from ocrflow.types import EngineReply, PageRequest
 log = logging.getLogger("ocrflow.engine")
 
 _CONTEXT_OVERFLOW_MARKERS = ("maximum context length", "max_model_len", "context length")
+#: Requests one httpx pool carries at once before another pool is opened (see module doc).
+SHARD_REQUESTS = 16
 
 
 @dataclass
 class ReplicaLimiter:
-    """An adaptive in-flight limit for one replica (AIMD steered by the server's queue)."""
+    """The in-flight limit of one replica.
+
+    With metrics the limit follows the server's queue: it aims at ``target_waiting``
+    requests waiting in the server (so its batch never runs dry, and no request sits in
+    its queue long enough to time out). Without metrics it grows slowly while all is well
+    and shrinks when the server refuses work often (a rate limiter in front of it).
+    """
 
     limit: float
     floor: int = 1
@@ -37,27 +56,74 @@ class ReplicaLimiter:
     adaptive: bool = True
     #: Requests we want waiting in the server's queue so its batch never runs dry.
     target_waiting: int = 8
+    #: Share of recent answers that were 429/503 above which the limit is cut.
+    overload_share: float = 0.1
+    #: Weight of the newest answer in the running overload share (about 1/20 answers).
+    overload_weight: float = 0.05
+    #: Whether the server ever held more than ``target_waiting`` in its queue: until then
+    #: its batch may have much more room, and the limit grows fast.
+    queue_seen: bool = False
+    _last_waiting: float = 0.0
+    _overloaded: float = 0.0
     _last_cut: float = -1e9
 
-    def on_metrics(self, waiting: float, in_flight: int) -> None:
-        """Grow while the server has no queue and we use our whole limit; shrink on a queue."""
+    def on_metrics(self, running: float, waiting: float, in_flight: int, saturated: bool) -> None:
+        """Steer by the server's queue.
+
+        ``saturated``: pages are waiting on our side (the limit, not the supply of pages,
+        holds us back); only then is growing worth anything. Corrections are scaled by our
+        share of the server's requests, so that several clients of one server together
+        correct its queue once, not once each.
+        """
         if not self.adaptive:
             return
-        if waiting > self.target_waiting * 2:
-            self.limit = max(self.floor, self.limit * 0.9)
-        elif waiting < self.target_waiting and in_flight >= int(self.limit) - 1:
-            self.limit = min(self.ceiling, self.limit * 1.2 + 2)
+        at_server = running + waiting
+        share = min(1.0, in_flight / at_server) if at_server > 0 else 1.0
+        target = self.target_waiting
+        # The queue breathes as requests finish and their successors arrive: only a short
+        # queue seen at two polls in a row is taken as room to grow into.
+        low = max(waiting, self._last_waiting)
+        self._last_waiting = waiting
+        if waiting > target:
+            # Cut from what is really out (requests sent cannot be called back, so a cut
+            # of the limit alone would be taken again at the next poll, and again).
+            self.queue_seen = True
+            self.limit = min(self.limit, in_flight) - (waiting - target) * share
+        elif saturated and 0 < low < target / 2:
+            self.limit += (target - low) * share  # a short queue: top it up
+        elif saturated and low == 0 and running >= 0.9 * in_flight:
+            # No queue and (nearly) all we sent is running: the batch may have room. Grow
+            # by a share of the limit (50% until a real queue was ever seen, then 25%); an
+            # overshoot shows as a queue at the next poll and is taken back there.
+            growth = self.limit * (0.25 if self.queue_seen else 0.5)
+            self.limit += max(target * share, growth)
+        # Otherwise a wave of answers just left the batch and their successors are on the
+        # wire: the snapshot says nothing about room, so leave the limit be.
+        self._clamp()
 
-    def on_overload(self, now: float) -> None:
-        """A 429/503: the server says it has too much. Back off at most once a second, so
-        a burst of refusals from one moment does not collapse the limit."""
-        if self.adaptive and now - self._last_cut >= 1.0:
+    def on_answer(self, overloaded: bool, now: float) -> None:
+        """Count one answer; cut the limit when refusals are frequent, at most once a second.
+
+        A few scattered 429s (a busy proxy, an injected fault) must not collapse the
+        limit: only a share of refusals above ``overload_share`` is taken as "too much".
+        """
+        if not self.adaptive:
+            return
+        w = self.overload_weight
+        self._overloaded = self._overloaded * (1 - w) + (w if overloaded else 0.0)
+        if overloaded and self._overloaded > self.overload_share and now - self._last_cut >= 1:
             self._last_cut = now
-            self.limit = max(self.floor, self.limit * 0.75)
+            self.limit *= 0.75
+            self._clamp()
 
-    def on_success(self) -> None:
-        if self.adaptive:
-            self.limit = min(self.ceiling, self.limit + 1 / max(self.limit, 1))
+    def on_success(self, has_metrics: bool, saturated: bool) -> None:
+        """Without metrics, creep up by one request per limit's worth of successes."""
+        if self.adaptive and not has_metrics and saturated:
+            self.limit += 1 / max(self.limit, 1)
+            self._clamp()
+
+    def _clamp(self) -> None:
+        self.limit = min(float(self.ceiling), max(float(self.floor), self.limit))
 
 
 @dataclass
@@ -87,6 +153,50 @@ class Replica:
         return self.healthy and self.in_flight < int(self.limiter.limit)
 
 
+class _Shards:
+    """Several small httpx pools; each request goes to the least busy one."""
+
+    def __init__(self, headers: dict[str, str], timeout: httpx.Timeout) -> None:
+        self._headers = headers
+        self._timeout = timeout
+        self._clients: list[httpx.AsyncClient] = []
+        self._active: list[int] = []
+
+    def acquire(self) -> int:
+        """The index of a pool with room, opening one when all are busy."""
+        if self._active:
+            index = min(range(len(self._active)), key=self._active.__getitem__)
+            if self._active[index] < SHARD_REQUESTS:
+                self._active[index] += 1
+                return index
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=SHARD_REQUESTS * 2)
+        self._clients.append(
+            httpx.AsyncClient(headers=self._headers, timeout=self._timeout, limits=limits)
+        )
+        self._active.append(1)
+        return len(self._clients) - 1
+
+    def release(self, index: int) -> None:
+        self._active[index] -= 1
+
+    def client(self, index: int) -> httpx.AsyncClient:
+        return self._clients[index]
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(c.aclose() for c in self._clients), return_exceptions=True)
+        self._clients.clear()
+        self._active.clear()
+
+
+@dataclass(order=True)
+class _Waiter:
+    """A request waiting for a slot; ordered by deadline, then by arrival."""
+
+    deadline: float
+    seq: int
+    future: asyncio.Future[Replica] = field(compare=False)
+
+
 class OpenAIEngine:
     """Chat completions over HTTP to one or more replicas."""
 
@@ -104,26 +214,33 @@ class OpenAIEngine:
         connect_timeout_s: float = 10.0,
         poll_interval_s: float = 1.0,
         unhealthy_after: int = 3,
+        target_waiting: int = 8,
     ) -> None:
         if not servers:
             raise EngineError("no server given; pass --server http://host:port/v1")
         self.model = model
         self.image_encoding = image_encoding
+        self.request_timeout_s = request_timeout_s
         self.poll_interval_s = poll_interval_s
         self.unhealthy_after = unhealthy_after
         start = max_concurrency or 32
         self.replicas = [
-            Replica(_v1(url), ReplicaLimiter(start, adaptive=max_concurrency is None))
+            Replica(
+                _v1(url),
+                ReplicaLimiter(
+                    start, adaptive=max_concurrency is None, target_waiting=target_waiting
+                ),
+            )
             for url in servers
         ]
+        # The key travels only in this header: never in a URL, a log line or an error.
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=2048)
-        self._client = httpx.AsyncClient(
-            headers=headers,
-            timeout=httpx.Timeout(request_timeout_s, connect=connect_timeout_s),
-            limits=limits,
-        )
-        self._changed = asyncio.Condition()
+        timeout = httpx.Timeout(request_timeout_s, connect=connect_timeout_s)
+        self._shards = _Shards({**headers, "Content-Type": "application/json"}, timeout)
+        # Probes and metrics: few, short, on their own pool.
+        self._probe_client = httpx.AsyncClient(headers=headers, timeout=timeout)
+        self._waiters: list[_Waiter] = []
+        self._seq = itertools.count()
         self._poller: asyncio.Task[None] | None = None
         self._checks: set[asyncio.Task[None]] = set()
 
@@ -140,16 +257,16 @@ class OpenAIEngine:
             if any(r.healthy for r in self.replicas):
                 self._start_poller()
                 return
-            await asyncio.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+            await asyncio.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
         raise EngineUnavailable(f"no server became ready in {deadline_s:.0f} s: {last_error}")
 
     async def _probe_ready(self, replica: Replica) -> str | None:
         """``None`` when ready, else why not."""
         try:
-            health = await self._client.get(f"{replica.root}/health", timeout=5.0)
+            health = await self._probe_client.get(f"{replica.root}/health", timeout=5.0)
             if health.status_code not in (200, 404, 401, 403):
                 return f"{replica.root}/health answered {health.status_code}"
-            models = await self._client.get(f"{replica.url}/models", timeout=10.0)
+            models = await self._probe_client.get(f"{replica.url}/models", timeout=10.0)
             if models.status_code != 200:
                 return f"{replica.url}/models answered {models.status_code}"
             served = [m.get("id") for m in models.json().get("data", [])]
@@ -164,21 +281,21 @@ class OpenAIEngine:
             self._poller = asyncio.get_running_loop().create_task(self._poll_forever())
 
     async def aclose(self) -> None:
-        """Stop polling and close the connection pool."""
+        """Stop polling and close the connection pools."""
         for check in list(self._checks):
             check.cancel()
         if self._poller is not None:
             self._poller.cancel()
             await asyncio.gather(self._poller, return_exceptions=True)
             self._poller = None
-        await self._client.aclose()
+        await self._shards.aclose()
+        await self._probe_client.aclose()
 
     # -- background polling ----------------------------------------------------------------
     async def _poll_forever(self) -> None:
         while True:
             await asyncio.gather(*(self._poll(r) for r in self.replicas))
-            async with self._changed:
-                self._changed.notify_all()
+            self._dispatch()
             await asyncio.sleep(self.poll_interval_s)
 
     async def _poll(self, replica: Replica) -> None:
@@ -191,55 +308,106 @@ class OpenAIEngine:
         if replica.has_metrics is False:
             return
         try:
-            answer = await self._client.get(f"{replica.root}/metrics", timeout=5.0)
+            answer = await self._probe_client.get(f"{replica.root}/metrics", timeout=5.0)
         except httpx.HTTPError:
             return
         if answer.status_code != 200:
             replica.has_metrics = False
             return
         replica.metrics = parse_vllm_metrics(answer.text)
-        replica.has_metrics = bool(replica.metrics)
+        replica.has_metrics = "waiting" in replica.metrics
         if replica.has_metrics:
-            replica.limiter.on_metrics(replica.metrics.get("waiting", 0.0), replica.in_flight)
+            replica.limiter.on_metrics(
+                replica.metrics.get("running", 0.0),
+                replica.metrics["waiting"],
+                replica.in_flight,
+                self._saturated(replica),
+            )
+
+    def _saturated(self, replica: Replica) -> bool:
+        """Whether the replica's limit (not a lack of pages) holds requests back."""
+        return bool(self._waiters) or replica.in_flight >= int(replica.limiter.limit) - 1
+
+    # -- slots -----------------------------------------------------------------------------
+    def _pick(self) -> Replica | None:
+        free = [r for r in self.replicas if r.free]
+        return min(free, key=lambda r: r.load) if free else None
+
+    async def _acquire(self, deadline: float) -> Replica:
+        """A slot on the least-loaded replica; waiters are served earliest deadline first."""
+        if not self._waiters:
+            replica = self._pick()
+            if replica is not None:
+                replica.in_flight += 1
+                return replica
+        waiter = _Waiter(deadline, next(self._seq), asyncio.get_running_loop().create_future())
+        heapq.heappush(self._waiters, waiter)
+        self._dispatch()  # cancelled waiters ahead of us may be all that is queued
+        if not any(r.healthy for r in self.replicas):
+            self._start_poller()
+        try:
+            return await waiter.future
+        except asyncio.CancelledError:
+            # Handed a slot in the same instant we were cancelled: give it back.
+            if waiter.future.done() and not waiter.future.cancelled():
+                self._release(waiter.future.result())
+            raise
+
+    def _dispatch(self) -> None:
+        """Hand free slots to waiters, earliest deadline first."""
+        while self._waiters:
+            if self._waiters[0].future.done():  # cancelled while waiting
+                heapq.heappop(self._waiters)
+                continue
+            replica = self._pick()
+            if replica is None:
+                return
+            waiter = heapq.heappop(self._waiters)
+            replica.in_flight += 1
+            waiter.future.set_result(replica)
+
+    def _release(self, replica: Replica) -> None:
+        replica.in_flight -= 1
+        self._dispatch()
 
     # -- requests --------------------------------------------------------------------------
-    async def _acquire(self) -> Replica:
-        async with self._changed:
-            while True:
-                free = [r for r in self.replicas if r.free]
-                if free:
-                    replica = min(free, key=lambda r: r.load)
-                    replica.in_flight += 1
-                    return replica
-                if not any(r.healthy for r in self.replicas):
-                    self._start_poller()
-                await self._changed.wait()
-
-    async def _release(self, replica: Replica) -> None:
-        async with self._changed:
-            replica.in_flight -= 1
-            self._changed.notify(1)
-
     async def infer(self, request: PageRequest) -> EngineReply:
-        """Send one page; raise ``EngineUnavailable`` (retry later) or ``EngineRejected``."""
-        replica = await self._acquire()
+        """Send one page; raise ``EngineUnavailable`` (retry later) or ``EngineRejected``.
+
+        Waiting for a slot is bounded by the caller (the page's deadline); the request
+        timeout starts only once the request is on its way.
+        """
+        body = self._encode(request)
+        deadline = request.deadline if request.deadline is not None else math.inf
+        replica = await self._acquire(deadline)
+        try:
+            payload, latency = await self._post(replica, body)
+        finally:
+            self._release(replica)
+        replica.failures = 0
+        replica.completed += 1
+        replica.limiter.on_success(bool(replica.has_metrics), self._saturated(replica))
+        return _reply(payload, latency, self.name)
+
+    async def _post(self, replica: Replica, body: bytes) -> tuple[dict[str, Any], float]:
+        shard = self._shards.acquire()
         started = time.monotonic()
         try:
-            answer = await self._client.post(
-                f"{replica.url}/chat/completions", json=self._body(request)
-            )
-            payload = self._check(answer, replica)
-        except httpx.TimeoutException as exc:
-            raise EngineUnavailable(f"{replica.url} timed out: {type(exc).__name__}") from exc
+            # httpx's timeouts bound each read; this bounds the whole exchange.
+            async with asyncio.timeout(self.request_timeout_s):
+                answer = await self._shards.client(shard).post(
+                    f"{replica.url}/chat/completions", content=body
+                )
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            raise EngineUnavailable(
+                f"{replica.url} did not answer within {self.request_timeout_s:g} s"
+            ) from exc
         except httpx.HTTPError as exc:
             self._note_failure(replica)
             raise EngineUnavailable(f"{replica.url}: {type(exc).__name__}: {exc}") from exc
         finally:
-            await self._release(replica)
-        replica.failures = 0
-        replica.completed += 1
-        replica.limiter.on_success()
-        return _reply(payload, time.monotonic() - started, self.name)
+            self._shards.release(shard)
+        return self._check(answer, replica), time.monotonic() - started
 
     def _note_failure(self, replica: Replica) -> None:
         """Consecutive failures make us ask the replica's /health; only a failed check drains
@@ -260,10 +428,12 @@ class OpenAIEngine:
             replica.failures = 0
             return
         replica.healthy = False
+        self._start_poller()  # it brings the replica back once it answers again
         log.warning("replica %s drained: %s", replica.url, error)
 
     def _check(self, answer: httpx.Response, replica: Replica) -> dict[str, Any]:
         status = answer.status_code
+        replica.limiter.on_answer(status in (429, 503), time.monotonic())
         if status == 200:
             try:
                 return answer.json()
@@ -271,7 +441,6 @@ class OpenAIEngine:
                 raise EngineUnavailable(f"{replica.url} sent a broken body") from exc
         detail = _error_text(answer)
         if status in (429, 503):
-            replica.limiter.on_overload(time.monotonic())
             raise EngineUnavailable(f"{replica.url} overloaded ({status}): {detail}")
         if status >= 500 or status == 408:
             self._note_failure(replica)
@@ -283,7 +452,8 @@ class OpenAIEngine:
             status=status,
         )
 
-    def _body(self, request: PageRequest) -> dict[str, Any]:
+    def _encode(self, request: PageRequest) -> bytes:
+        """The request body as JSON bytes (built once, before waiting for a slot)."""
         image = base64.b64encode(request.image.data).decode("ascii")
         image_part = {
             "type": "image_url",
@@ -293,13 +463,14 @@ class OpenAIEngine:
         if request.prompt:
             text_part = {"type": "text", "text": request.prompt}
             parts = [image_part, text_part] if request.image_first else [text_part, image_part]
-        return {
+        body = {
             "model": self.model,
             "messages": [{"role": "user", "content": parts}],
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             **request.extra_body,
         }
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Per-replica state for logs and status."""
@@ -310,6 +481,7 @@ class OpenAIEngine:
                 "in_flight": r.in_flight,
                 "limit": round(r.limiter.limit, 1),
                 "completed": r.completed,
+                "queued_here": len(self._waiters),
                 **r.metrics,
             }
             for r in self.replicas
