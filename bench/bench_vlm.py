@@ -39,7 +39,6 @@ import asyncio
 import base64
 import io
 import json
-import math
 import os
 import statistics
 import subprocess

@@ -87,7 +87,11 @@ def run(
     passwords: Annotated[Path | None, typer.Option(help="File of passwords, one a line.")] = None,
     workers: Annotated[int | None, typer.Option(help="Render processes.")] = None,
     page_timeout: Annotated[float, typer.Option(help="Seconds allowed to render one page.")] = 60.0,
-    threads: Annotated[int | None, typer.Option(help="Embedded engine threads.")] = None,
+    threads: Annotated[int | None, typer.Option(help="Embedded engine threads per page.")] = None,
+    parallel: Annotated[
+        int | None,
+        typer.Option(help="Embedded engine: pages read at once [default: 2 on 2+ cores]."),
+    ] = None,
     languages: Annotated[str, typer.Option(help="Tesseract languages, e.g. eng+deu.")] = "eng",
     model: Annotated[
         str | None, typer.Option(help="VLM model (HF id or path).", rich_help_panel=VLM)
@@ -195,6 +199,7 @@ def run(
             engine=EngineOptions(
                 kind=engine,  # type: ignore[arg-type]
                 threads=threads,
+                **({"parallel": parallel} if parallel else {}),
                 languages=languages,
                 model=model,
                 served_model_name=served_model_name,
@@ -515,7 +520,17 @@ def _print_status(report: dict[str, Any]) -> None:
     last = report.get("last_run") or {}
     if last:
         table.add_row("last run pages/s", str(last.get("pages_per_s")))
-        table.add_row("last run tokens out/s", str(last.get("tokens_out_per_s")))
+        if last.get("tokens_out"):
+            table.add_row("last run tokens out/s", str(last.get("tokens_out_per_s")))
+    if report["tokens"]["out"]:
+        table.add_row("tokens in / out", f"{report['tokens']['in']} / {report['tokens']['out']}")
+    table.add_row("active leases", str(len(report["active_leases"])))
+    for worker in report["workers"]:
+        state = "alive" if worker["alive"] else "finished"
+        table.add_row(
+            f"worker {worker['worker']} ({state})",
+            f"{worker['pages']} pages, {worker['pages_per_s']} pages/s",
+        )
     if "cost_per_1000_pages" in report:
         table.add_row("cost per 1,000 pages", str(report["cost_per_1000_pages"]))
     console.print(table)

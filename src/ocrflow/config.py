@@ -54,7 +54,7 @@ class EngineOptions(_Options):
     api_key: SecretStr | None = None
     max_concurrency: int | None = Field(None, ge=1)
     #: Embedded engine: OCR calls that run at once (each uses ``threads`` cores).
-    parallel: int = Field(1, ge=1)
+    parallel: int = Field(default_factory=lambda: max(1, min(2, os.cpu_count() or 1)), ge=1)
     threads: int | None = Field(None, ge=1)
     languages: str = "eng"
     #: Share of a document's pages that may fall back before the document is ``partial``.

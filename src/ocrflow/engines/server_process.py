@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,7 @@ class ManagedServer:
                     stderr=subprocess.STDOUT,
                     env=self._environment(),
                     start_new_session=True,  # own process group: kill EngineCore with it
+                    preexec_fn=_die_with_parent,
                 )
             except OSError as exc:
                 raise ConfigError(f"cannot run {argv[0]!r}: {exc}") from exc
@@ -206,3 +208,16 @@ class ReplicaStatus:
     state: ReplicaState
     restarts: int
     log_path: Path
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to send SIGTERM when ocrflow dies, even by
+    SIGKILL, so a killed run never leaves a vLLM server holding a GPU. (Launches happen on
+    the event loop's thread, which lives as long as ocrflow.)"""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)

@@ -6,6 +6,7 @@ import asyncio
 import io
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -89,6 +90,22 @@ def test_import_and_construction_load_nothing() -> None:
         "assert not {'rapidocr', 'onnxruntime', 'cv2'} & set(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_models_load_offline_and_quietly() -> None:
+    """No network at all, and nothing on stderr (rapidocr logs at INFO by default)."""
+    code = (
+        "import socket\n"
+        "def refuse(*a, **k): raise OSError('network used')\n"
+        "socket.socket.connect = socket.socket.connect_ex = refuse\n"
+        "from PIL import Image\n"
+        "from ocrflow.engines.embedded import EmbeddedEngine\n"
+        "print(repr(EmbeddedEngine().recognize(Image.new('RGB', (64, 64), 'white')).text))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert (done.stdout, done.stderr) == ("''\n", "")
 
 
 def test_upright_phototest_is_read_accurately(
@@ -194,3 +211,35 @@ def test_encoded_png_decodes_like_raw_pixels(phototest: Image.Image) -> None:
 def test_unreadable_images_are_rejected(image: PageImage) -> None:
     with pytest.raises(EngineRejected):
         decode_page_image(image)
+
+
+def test_a_timed_out_call_keeps_its_slot_until_its_thread_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker thread cannot be stopped; a page that times out must not let another page
+    start beside it, or ``max_parallel`` would not bound the CPU."""
+    engine = EmbeddedEngine(max_parallel=1)
+    release, started, running, most = threading.Event(), threading.Event(), [], []
+
+    def slow_read(pixels: object) -> OcrText:
+        running.append(pixels)
+        most.append(len(running))
+        started.set()
+        release.wait(10)
+        running.pop()
+        return OcrText(text="read")
+
+    monkeypatch.setattr(engine, "recognize_array", slow_read)
+    request = PageRequest(image=PageImage(b"\xff" * 12, 2, 2, "raw", "RGB"))
+
+    async def scenario() -> str:
+        timed_out = asyncio.create_task(asyncio.wait_for(engine.infer(request), 0.05))
+        await asyncio.to_thread(started.wait, 10)  # the first page is being read
+        second = asyncio.create_task(engine.infer(request))
+        asyncio.get_running_loop().call_later(0.3, release.set)
+        with pytest.raises(TimeoutError):
+            await timed_out
+        return (await second).text
+
+    assert asyncio.run(scenario()) == "read"
+    assert most == [1, 1]
