@@ -25,13 +25,19 @@ lint: $(BIN)/ocrflow
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/ruff format --check src tests bench scripts
 
-bench: bench-engines bench-textlayer
+bench: bench-engines bench-textlayer bench-vlm bench-scale
 
 bench-engines: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_engines.py
 
 bench-textlayer: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_text_route.py
+
+bench-vlm: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_vlm.py
+
+bench-scale: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_scale.py
 
 clean:
 	rm -rf out $(VENV) build *.egg-info
