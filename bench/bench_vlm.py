@@ -236,15 +236,18 @@ def server_flags(pages_per_s: float) -> tuple[str, ...]:
     )  # fmt: skip
 
 
-def ocrflow_command(server: ServerHandle, out: Path, documents: list[Path]) -> list[str]:
+def ocrflow_command(
+    server: ServerHandle, out: Path, documents: list[Path], split_pages: int | None
+) -> list[str]:
+    split = ["--split-pages", str(split_pages)] if split_pages else []
     return [
         sys.executable, "-m", "ocrflow.cli", "run", *map(str, documents), "-o", str(out),
         "--text-layer", "off", "--engine", "openai", "--server", server.base_url,
-        "--model", MODEL, "--recipe", "olmocr", "--json", "-q",
+        "--model", MODEL, "--recipe", "olmocr", "--json", "-q", *split,
     ]  # fmt: skip
 
 
-def run_case(pages_per_s: float, documents: list[Path]) -> Case:
+def run_case(pages_per_s: float, documents: list[Path], split_pages: int | None = None) -> Case:
     """Convert ``documents`` against a fresh server of ``pages_per_s`` capacity."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-vlm-") as tmp,
@@ -252,7 +255,8 @@ def run_case(pages_per_s: float, documents: list[Path]) -> Case:
     ):
         server_cpu0 = server.cpu_seconds()
         with Watcher(server.url) as watcher:
-            tree = run_split(ocrflow_command(server, Path(tmp) / "out", documents))
+            command = ocrflow_command(server, Path(tmp) / "out", documents, split_pages)
+            tree = run_split(command)
         server_cpu = server.cpu_seconds() - server_cpu0
         stats = server.stats()
     if tree.returncode != 0:
@@ -410,6 +414,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per capacity (medians)")
     parser.add_argument("--documents", nargs="+", default=list(DOCUMENTS))
     parser.add_argument("--no-studies", action="store_true", help="skip transport/encoding")
+    parser.add_argument(
+        "--split-pages",
+        type=int,
+        default=1000,
+        help="ocrflow's --split-pages (0: its default, 500, which splits DA-619p into ranges)",
+    )
     args = parser.parse_args(argv)
     documents = [(CORPUS / name).resolve() for name in args.documents]
     missing = [str(d) for d in documents if not d.is_file()]
@@ -418,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ocrflow vs fakevllm: {MAX_NUM_SEQS} max sequences, {TOKENS_PER_PAGE} tokens a page;")
     print(f"documents: {', '.join(d.name for d in documents)}; {os.cpu_count()} CPUs (shared)")
     for capacity in args.capacities:
-        cases = [run_case(capacity, documents) for _ in range(args.repeat)]
+        cases = [run_case(capacity, documents, args.split_pages) for _ in range(args.repeat)]
         print_case(median_case(cases))
         sys.stdout.flush()
     if args.no_studies:
