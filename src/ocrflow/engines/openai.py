@@ -202,7 +202,12 @@ class _Waiter:
 
 
 class OpenAIEngine:
-    """Chat completions over HTTP to one or more replicas."""
+    """Chat completions over HTTP to one or more replicas.
+
+    ``request_timeout_s`` bounds one request from the moment it is sent; the time a page
+    waits here for a slot is bounded by its deadline only (``PageRequest.deadline``, enforced
+    by the caller), so the reader does not time the queue as if it were the request.
+    """
 
     name = "openai"
 
@@ -393,11 +398,11 @@ class OpenAIEngine:
         Waiting for a slot is bounded by the caller (the page's deadline); the request
         timeout starts only once the request is on its way.
         """
-        body = self._encode(request)
         deadline = request.deadline if request.deadline is not None else math.inf
         replica = await self._acquire(deadline)
         try:
-            payload, latency = await self._post(replica, body)
+            # Encoded only now: a body is ~1.4x the image, and hundreds of pages may wait.
+            payload, latency = await self._post(replica, self._encode(request))
         finally:
             self._release(replica)
         replica.failures = 0
@@ -469,7 +474,7 @@ class OpenAIEngine:
         )
 
     def _encode(self, request: PageRequest) -> bytes:
-        """The request body as JSON bytes (built once, before waiting for a slot)."""
+        """The request body as JSON bytes."""
         image = base64.b64encode(request.image.data).decode("ascii")
         image_part = {
             "type": "image_url",

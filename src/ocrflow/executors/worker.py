@@ -16,7 +16,8 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from ocrflow.config import EngineOptions, RunConfig
@@ -185,6 +186,8 @@ class ItemLoop:
         self.leases = LeaseManager(workspace.store, owner, ttl_s=options.lease_ttl_s)
         self.fingerprint = fingerprint
         self.slots = asyncio.Semaphore(_document_slots(pipeline.config))
+        self._queue: deque[WorkItem] = deque()
+        self._wake = asyncio.Event()
         self._rng = random.Random(owner)
 
     def pending(self) -> list[WorkItem]:
@@ -227,17 +230,35 @@ class ItemLoop:
                 await asyncio.sleep(self.options.idle_poll_s)
 
     async def _pass(self, items: list[WorkItem]) -> int:
+        """Claim and work items until the queue is empty and nothing running can add more
+        (a document split into ranges adds them here, so they start at once)."""
+        self._queue.extend(items)
         claimed = 0
+        running: set[asyncio.Task[None]] = set()
         async with asyncio.TaskGroup() as group:
-            for item in items:
+            while self._queue or running:
+                if not self._queue:
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                item = self._queue.popleft()
                 await self.slots.acquire()
                 lease = await asyncio.to_thread(self._claim, item)
                 if lease is None:
                     self.slots.release()
                     continue
                 claimed += 1
-                group.create_task(self._guarded(item, lease))
+                task = group.create_task(self._guarded(item, lease))
+                running.add(task)
+                task.add_done_callback(self._finished(running))
         return claimed
+
+    def _finished(self, running: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+        def done(task: asyncio.Task[None]) -> None:
+            running.discard(task)
+            self._wake.set()
+
+        return done
 
     def _claim(self, item: WorkItem) -> Lease | None:
         lease = self.leases.claim(item.item_id)
@@ -281,9 +302,11 @@ class ItemLoop:
             pipeline.finish_failed(job, opened)
         elif len(opened.pages) > self.options.split_pages:
             ranges = range_items(item, job.doc_id, opened.pages, self.options.split_pages)
-            self.manifest.split(item, ranges)
+            ranges = self.manifest.split(item, ranges)
             pipeline.progress.document_started(job.source, len(opened.pages))
             self.manifest.mark_item_done(item, job.doc_id, "split")
+            self._queue.extend(ranges)  # start the ranges now, here and in other workers
+            self._wake.set()
             return
         else:
             pipeline.progress.document_started(job.source, len(opened.pages))
