@@ -19,6 +19,7 @@ demo: $(BIN)/ocrflow
 ## make test: set up (Tesseract too, when we may install it), then run the whole test suite
 test: $(BIN)/ocrflow
 	bash scripts/system-deps.sh
+	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/python -m pytest -q
 
 lint: $(BIN)/ocrflow

@@ -267,10 +267,12 @@ def print_batch_throughput(dim: int, rounds: int) -> None:
     for name, engine in engines.items():
         timings[name] = asyncio.run(_batch(engine, pages))
     per_page = {n: t / len(pages) for n, t in timings.items()}
-    print(f"\nbatch of {len(pages)} pages at {dim} px, {cores} pages at once "
-          f"({cores} cores): embedded {per_page['embedded']:.3f} s/page, "
-          f"tesseract {per_page['tesseract']:.3f} s/page, ratio "
-          f"{_ratio(per_page['embedded'], per_page['tesseract'])}")
+    print(
+        f"\nbatch of {len(pages)} pages at {dim} px, {cores} pages at once "
+        f"({cores} cores): embedded {per_page['embedded']:.3f} s/page, "
+        f"tesseract {per_page['tesseract']:.3f} s/page, ratio "
+        f"{_ratio(per_page['embedded'], per_page['tesseract'])}"
+    )
 
 
 async def _batch(engine: Any, pages: list[Any]) -> float:

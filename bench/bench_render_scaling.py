@@ -35,8 +35,10 @@ def page_jobs(paths: list[Path], pages: int) -> list[PageJob]:
     for path in paths:
         count = min(per_doc, len(pdfium.PdfDocument(path)))
         numbers = list(range(1, count + 1))
-        jobs += [PageJob(str(path), "pdf", tuple(numbers[i : i + 8]), spec)
-                 for i in range(0, len(numbers), 8)]
+        jobs += [
+            PageJob(str(path), "pdf", tuple(numbers[i : i + 8]), spec)
+            for i in range(0, len(numbers), 8)
+        ]
     return jobs
 
 

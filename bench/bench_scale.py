@@ -1,6 +1,6 @@
 """Scale-out: 1, 2 and 4 ocrflow worker processes on one workspace, two test servers.
 
-    .venv/bin/python bench/bench_scale.py [--pages 300]
+    .venv/bin/python bench/bench_scale.py [--pages 600]
 
 Starts two fake vLLM servers (tests/fakevllm) of 5 pages/s each (10 pages/s in all), plans a
 run on a fixed set of real corpus PDFs, then starts N workers (`ocrflow run` + N-1
@@ -27,8 +27,20 @@ from tests.fakevllm.process import running_server  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus" / "pdfs"
 DOCS = ["unstructured__DA-619p.pdf", "pdf2image__test_241.pdf", "pdfjs__freeculture.pdf"]
-SERVER_FLAGS = ("--pages-per-s", "5", "--max-num-seqs", "32", "--tokens-per-page", "100",
-                "--reply-format", "markdown", "--model", "bench-model", "--base-fraction", "0.2")
+SERVER_FLAGS = (
+    "--pages-per-s",
+    "5",
+    "--max-num-seqs",
+    "32",
+    "--tokens-per-page",
+    "100",
+    "--reply-format",
+    "markdown",
+    "--model",
+    "bench-model",
+    "--base-fraction",
+    "0.2",
+)
 
 
 def _cli(*args: str) -> list[str]:
@@ -40,15 +52,37 @@ def run_workers(n: int, urls: list[str], pages: int, tmp: Path) -> dict[str, flo
     out = tmp / f"out-{n}"
     servers = [a for url in urls for a in ("--server", url)]
     common = [*servers, "--workers", "1", "-q", "--json"]
-    run = _cli("run", *(str(CORPUS / d) for d in DOCS), "-o", str(out), "--pages",
-               f"1-{pages // len(DOCS)}", "--text-layer", "off", "--engine", "openai",
-               "--model", "bench-model", "--recipe", "markdown", "--split-pages", "25", *common)
+    run = _cli(
+        "run",
+        *(str(CORPUS / d) for d in DOCS),
+        "-o",
+        str(out),
+        "--pages",
+        f"1-{pages // len(DOCS)}",
+        "--text-layer",
+        "off",
+        "--engine",
+        "openai",
+        "--model",
+        "bench-model",
+        "--recipe",
+        "markdown",
+        "--split-pages",
+        "25",
+        *common,
+    )
     started = time.perf_counter()
     procs = [subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)]
     time.sleep(1.0)  # the first process plans the run; the others join it
     for _ in range(n - 1):
-        procs.append(subprocess.Popen(_cli("worker", str(out), *common), stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                _cli("worker", str(out), *common),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     done = sent = 0
     for proc in procs:
         stdout, stderr = proc.communicate(timeout=3600)
@@ -62,7 +96,7 @@ def run_workers(n: int, urls: list[str], pages: int, tmp: Path) -> dict[str, flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--pages", type=int, default=300)
+    parser.add_argument("--pages", type=int, default=600)
     parser.add_argument("--workers", default="1,2,4")
     args = parser.parse_args()
     capacity = 10.0
@@ -77,8 +111,10 @@ def main() -> None:
             # did the same item (identical pages of a document are distinct requests).
             duplicates = requests - int(result["sent"])
             rate = result["pages"] / result["wall_s"]
-            print(f"{n:>7} {result['pages']:>6.0f} {result['wall_s']:>7.1f} {rate:>8.2f} "
-                  f"{rate / capacity:>6.2f} {duplicates:>8}")
+            print(
+                f"{n:>7} {result['pages']:>6.0f} {result['wall_s']:>7.1f} {rate:>8.2f} "
+                f"{rate / capacity:>6.2f} {duplicates:>8}"
+            )
     print("ratio = aggregate pages/s / total server capacity (whole run, start-up included)")
 
 

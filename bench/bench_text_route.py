@@ -21,7 +21,7 @@ from pathlib import Path
 import pypdfium2 as pdfium
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from treemem import run_measured  # noqa: E402
+from treemem import run_measured
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "pdfs"
 BORN_DIGITAL = [
@@ -62,18 +62,35 @@ def main() -> None:
     bare_pages, bare_rate = bare_pdfium_pages_per_s(files)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out"
-        cmd = [sys.executable, "-m", "ocrflow.cli", "run", *map(str, files), "-o", str(out),
-               "--workers", str(args.workers), "--text-layer", "only", "--json", "-q"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "ocrflow.cli",
+            "run",
+            *map(str, files),
+            "-o",
+            str(out),
+            "--workers",
+            str(args.workers),
+            "--text-layer",
+            "only",
+            "--json",
+            "-q",
+        ]
         usage = run_measured(cmd)
         summary = json.loads(usage.stdout)
     pages = sum(summary["pages"].values())
     routes = summary["routes"]
     rate = pages / usage.wall_s
     print(f"files: {len(files)}   pages: {pages}   routes: {routes}")
-    print(f"ocrflow run (whole command, {args.workers} workers): {usage.wall_s:.1f} s wall, "
-          f"{rate:.1f} pages/s, CPU {usage.cpu_s / pages * 1000:.1f} ms/page, "
-          f"peak RSS {usage.peak_rss_mb:.0f} MiB")
-    print(f"bare pypdfium2 text extraction (1 process): {bare_pages} pages, {bare_rate:.1f} pages/s")
+    print(
+        f"ocrflow run (whole command, {args.workers} workers): {usage.wall_s:.1f} s wall, "
+        f"{rate:.1f} pages/s, CPU {usage.cpu_s / pages * 1000:.1f} ms/page, "
+        f"peak RSS {usage.peak_rss_mb:.0f} MiB"
+    )
+    print(
+        f"bare pypdfium2 text extraction (1 process): {bare_pages} pages, {bare_rate:.1f} pages/s"
+    )
     print(f"ratio ocrflow / bare pypdfium2: {rate / bare_rate:.2f}")
     print(f"goal >= 15 pages/s: {'met' if rate >= 15 else 'NOT met'}")
 

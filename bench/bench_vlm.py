@@ -133,7 +133,13 @@ def run_split(cmd: list[str], interval: float = 0.1, timeout: float = 3600) -> T
         idle = (machine1.idle + machine1.iowait) - (machine0.idle + machine0.iowait)
         main = cpu.pop(proc.pid, 0.0)
         return TreeCpu(
-            proc.returncode, wall, main, sum(cpu.values()), peak, out.read(), err.read(),
+            proc.returncode,
+            wall,
+            main,
+            sum(cpu.values()),
+            peak,
+            out.read(),
+            err.read(),
             machine_busy=1 - idle / total if total > 0 else 0.0,
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import threading
 import time
@@ -29,10 +30,8 @@ def _tree_rss(root: psutil.Process) -> int:
     except psutil.Error:
         return 0
     for proc in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += proc.memory_info().rss
-        except psutil.Error:
-            pass
     return total
 
 
@@ -49,8 +48,13 @@ def _tree_cpu(root: psutil.Process, seen: dict[int, float]) -> None:
             pass
 
 
-def run_measured(cmd: list[str], *, timeout: float = 3600, interval: float = 0.05,
-                 env: dict[str, str] | None = None) -> TreeUsage:
+def run_measured(
+    cmd: list[str],
+    *,
+    timeout: float = 3600,
+    interval: float = 0.05,
+    env: dict[str, str] | None = None,
+) -> TreeUsage:
     """Run ``cmd`` to completion, sampling memory and CPU of it and its descendants."""
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

@@ -87,7 +87,9 @@ def scanned(image: Image.Image, seed: int) -> Image.Image:
 def photo(image: Image.Image, seed: int) -> Image.Image:
     """A phone-photo look: uneven light, colour cast, a slight tilt, JPEG-sized."""
     rng = random.Random(seed)
-    rgb = Image.merge("RGB", (image, image.point(lambda v: int(v * 0.97)), image.point(lambda v: int(v * 0.9))))
+    rgb = Image.merge(
+        "RGB", (image, image.point(lambda v: int(v * 0.97)), image.point(lambda v: int(v * 0.9)))
+    )
     shade = Image.linear_gradient("L").resize(rgb.size).point(lambda v: 200 + v // 5)
     lit = Image.composite(rgb, Image.new("RGB", rgb.size, (120, 110, 95)), shade)
     tilted = lit.rotate(2.5 + rng.random(), expand=True, fillcolor=(70, 60, 50))
@@ -108,7 +110,9 @@ def _pdf(objects: list[bytes]) -> bytes:
     out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
     for offset in offsets:
         out.write(b"%010d 00000 n \n" % offset)
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    out.write(
+        b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    )
     return out.getvalue()
 
 
@@ -151,18 +155,27 @@ def image_pdf(images: list[Image.Image]) -> bytes:
     """An image-only PDF (a "scan"): each image fills a US-letter page, JPEG-encoded."""
     n = len(images)
     kids = b" ".join(b"%d 0 R" % (3 + 3 * i) for i in range(n))
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, n)]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, n),
+    ]
     for image in images:
         jpeg = io.BytesIO()
         image.convert("L").save(jpeg, format="JPEG", quality=80)
         base = len(objects) + 1
         objects.append(
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-            b"/Resources << /XObject << /Im0 %d 0 R >> >> /Contents %d 0 R >>" % (base + 1, base + 2)
+            b"/Resources << /XObject << /Im0 %d 0 R >> >> /Contents %d 0 R >>"
+            % (base + 1, base + 2)
         )
-        objects.append(_stream(jpeg.getvalue(), b" /Type /XObject /Subtype /Image /Width %d /Height %d "
-                               b"/ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode"
-                               % image.size, compress=False))
+        objects.append(
+            _stream(
+                jpeg.getvalue(),
+                b" /Type /XObject /Subtype /Image /Width %d /Height %d "
+                b"/ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /DCTDecode" % image.size,
+                compress=False,
+            )
+        )
         objects.append(_stream(b"q 612 0 0 792 0 0 cm /Im0 Do Q"))
     return _pdf(objects)
 
@@ -176,10 +189,16 @@ def main(target: Path) -> None:
     photo(page_image(INVOICE), 3).save(target / "invoice-photo.jpg", quality=85)
     scanned(page_image(ENGLISH), 4).rotate(90, expand=True).save(target / "rotated-page.png")
     german = scanned(page_image(GERMAN), 5)
-    german.save(target / "german-scan.tiff", save_all=True,
-                append_images=[scanned(page_image(INVOICE), 6)], compression="tiff_deflate")
+    german.save(
+        target / "german-scan.tiff",
+        save_all=True,
+        append_images=[scanned(page_image(INVOICE), 6)],
+        compression="tiff_deflate",
+    )
     blank = Image.new("L", (1240, 1754), 250)
-    (target / "with-blank-page.pdf").write_bytes(image_pdf([scanned(page_image(ENGLISH[:4]), 7), blank]))
+    (target / "with-blank-page.pdf").write_bytes(
+        image_pdf([scanned(page_image(ENGLISH[:4]), 7), blank])
+    )
 
 
 if __name__ == "__main__":

@@ -73,8 +73,9 @@ class LeaseManager:
         if current is not None and _live(json.loads(current)):
             return None
         if current is not None:
-            log.info("taking over expired lease %s from %s", item_id,
-                     json.loads(current).get("owner"))
+            log.info(
+                "taking over expired lease %s from %s", item_id, json.loads(current).get("owner")
+            )
         if not self.store.write_if_match(key, self._body(expires), etag):
             return None
         _, new_etag = self.store.read_with_version(key)

@@ -152,8 +152,9 @@ class DocumentPipeline:
         if failure:
             return _failed(job, *failure)
         probe = await self.pool.probe(
-            ProbeJob(job.local_path, job.source.kind, self.passwords,
-                     self.config.render.max_image_pixels)
+            ProbeJob(
+                job.local_path, job.source.kind, self.passwords, self.config.render.max_image_pixels
+            )
         )
         if probe.reason:
             return _failed(job, probe.reason, probe.error or probe.reason)
@@ -179,7 +180,10 @@ class DocumentPipeline:
             saved = self.workspace.load_pages(job.doc_id)
             results = [saved[p] for p in opened.pages if p in saved]
         result = assemble_document(
-            job.doc_id, job.source.uri, results, opened.page_count,
+            job.doc_id,
+            job.source.uri,
+            results,
+            opened.page_count,
             max_fallback_rate=self.config.engine.max_page_error_rate,
         )
         self.sink.write(result, self._meta(job))

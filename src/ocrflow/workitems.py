@@ -65,8 +65,16 @@ def range_items(parent: WorkItem, doc_id: str, pages: tuple[int, ...], span: int
     """Split a long document's selected pages into items of at most ``span`` pages."""
     chunks = [pages[i : i + span] for i in range(0, len(pages), span)]
     return [
-        WorkItem(f"{parent.item_id}@{c[0]}-{c[-1]}", parent.uri, parent.rel, parent.kind,
-                 parent.size, c[0], c[-1], doc_id)
+        WorkItem(
+            f"{parent.item_id}@{c[0]}-{c[-1]}",
+            parent.uri,
+            parent.rel,
+            parent.kind,
+            parent.size,
+            c[0],
+            c[-1],
+            doc_id,
+        )
         for c in chunks
     ]
 

@@ -66,7 +66,7 @@ def test_page_spans_match_text(converted: tuple[Path, object]) -> None:
         assert [s[2] for s in spans] == sorted(s[2] for s in spans)
         assert spans[-1][1] == len(text)
         for (start, end, _page), (next_start, _, _) in zip(
-            spans, spans[1:] + [[len(text) + 2, 0, 0]]
+            spans, [*spans[1:], [len(text) + 2, 0, 0]], strict=False
         ):
             assert text[start:end] == text[start:end].strip()
             assert next_start - end in (2, 0) or next_start == len(text) + 2

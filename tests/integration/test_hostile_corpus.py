@@ -12,7 +12,7 @@ import pytest
 from .cli_helpers import ocrflow, status_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from treemem import run_measured  # noqa: E402
+from treemem import run_measured
 
 pytestmark = pytest.mark.slow
 
@@ -37,8 +37,21 @@ EXPECTED_FAILURES = {
 def hostile_run(corpus: Path, tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("hostile") / "out"
     # One page of each document keeps the run short; every file is still opened and probed.
-    cmd = [sys.executable, "-m", "ocrflow.cli", "run", str(corpus / "pdfs"), str(corpus / "images"),
-           "-o", str(out), "--pages", "1", "--json", "--page-timeout", "60"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ocrflow.cli",
+        "run",
+        str(corpus / "pdfs"),
+        str(corpus / "images"),
+        "-o",
+        str(out),
+        "--pages",
+        "1",
+        "--json",
+        "--page-timeout",
+        "60",
+    ]
     usage = run_measured(cmd, timeout=1800)
     return out, usage
 
@@ -65,10 +78,18 @@ def test_peak_memory_stays_under_2_gib(hostile_run) -> None:
 
 def test_owner_password_only_and_bombs_convert(hostile_run) -> None:
     out, _ = hostile_run
-    ok = {Path(r["source"]).name for r in json.loads(ocrflow("status", str(out), "--json").stdout)["failures"]}
-    for name in ("pdfjs__secHandler.pdf", "pdfjs__large_jpeg_downscale.pdf", "ocrmypdf__enormous.pdf",
-                 "pdfjs__poppler-67295-0.pdf", "pdfminer__issue-1113-evil-xobjects.pdf",
-                 "pdfjs__ContentStreamCycleType3insideType3.pdf"):
+    ok = {
+        Path(r["source"]).name
+        for r in json.loads(ocrflow("status", str(out), "--json").stdout)["failures"]
+    }
+    for name in (
+        "pdfjs__secHandler.pdf",
+        "pdfjs__large_jpeg_downscale.pdf",
+        "ocrmypdf__enormous.pdf",
+        "pdfjs__poppler-67295-0.pdf",
+        "pdfminer__issue-1113-evil-xobjects.pdf",
+        "pdfjs__ContentStreamCycleType3insideType3.pdf",
+    ):
         assert name not in ok, name
 
 
@@ -82,16 +103,37 @@ def test_owner_password_only_and_bombs_convert(hostile_run) -> None:
         ("docling__2206.01062_pg3_password.pdf", "1234"),
     ],
 )
-def test_encrypted_files_open_with_their_password(corpus: Path, tmp_path: Path, name: str,
-                                                  password: str) -> None:
+def test_encrypted_files_open_with_their_password(
+    corpus: Path, tmp_path: Path, name: str, password: str
+) -> None:
     passwords = tmp_path / "pw.txt"
     passwords.write_text(f"wrong\n{password}\n", encoding="utf-8")
     out = tmp_path / "out"
-    done = ocrflow("run", str(corpus / "pdfs" / name), "-o", str(out), "--passwords", str(passwords),
-                   "--pages", "1", "--json", "-q")
+    done = ocrflow(
+        "run",
+        str(corpus / "pdfs" / name),
+        "-o",
+        str(out),
+        "--passwords",
+        str(passwords),
+        "--pages",
+        "1",
+        "--json",
+        "-q",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert password not in done.stdout + done.stderr
-    wrong = ocrflow("run", str(corpus / "pdfs" / name), "-o", str(tmp_path / "o2"), "--password",
-                    "nope", "--pages", "1", "--json", "-q")
+    wrong = ocrflow(
+        "run",
+        str(corpus / "pdfs" / name),
+        "-o",
+        str(tmp_path / "o2"),
+        "--password",
+        "nope",
+        "--pages",
+        "1",
+        "--json",
+        "-q",
+    )
     assert wrong.returncode == 1
     assert json.loads(wrong.stdout)["failures"][0]["reason"] == "encrypted"

@@ -27,9 +27,23 @@ def test_ray_run_equals_local_run(samples: Path, corpus: Path, tmp_path: Path) -
     inputs = [str(samples), str(corpus / "pdfs" / "docling__redp5110_sampled.pdf")]
     local = ocrflow("run", *inputs, "-o", str(tmp_path / "local"), "--split-pages", "8", "-q")
     assert local.returncode == 0, local.stderr[-2000:]
-    on_ray = ocrflow("run", *inputs, "-o", str(tmp_path / "ray"), "--executor", "ray",
-                     "--ray-workers", "2", "--workers", "1", "--split-pages", "8", "--json", "-q",
-                     env={"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"})
+    on_ray = ocrflow(
+        "run",
+        *inputs,
+        "-o",
+        str(tmp_path / "ray"),
+        "--executor",
+        "ray",
+        "--ray-workers",
+        "2",
+        "--workers",
+        "1",
+        "--split-pages",
+        "8",
+        "--json",
+        "-q",
+        env={"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"},
+    )
     assert on_ray.returncode == 0, on_ray.stderr[-3000:]
     assert json.loads(on_ray.stdout)["documents"] == {"ok": 7}
     local_pages, ray_pages = _pages(tmp_path / "local"), _pages(tmp_path / "ray")

@@ -39,14 +39,28 @@ def _wait_for_progress(out: Path, proc: subprocess.Popen, deadline_s: float = 12
     pytest.fail("the run made no visible progress before the deadline or ended too early")
 
 
-def test_sigkill_then_rerun_loses_and_duplicates_nothing(corpus: Path, samples: Path,
-                                                         tmp_path: Path) -> None:
+def test_sigkill_then_rerun_loses_and_duplicates_nothing(
+    corpus: Path, samples: Path, tmp_path: Path
+) -> None:
     inputs = [str(corpus / "pdfs" / name) for name in DOCS] + [str(samples)]
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "ocrflow.cli", "run", *inputs, "-o", str(out), "--workers", "2",
-           "--pages", "1-25", "-q"]
-    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    cmd = [
+        sys.executable,
+        "-m",
+        "ocrflow.cli",
+        "run",
+        *inputs,
+        "-o",
+        str(out),
+        "--workers",
+        "2",
+        "--pages",
+        "1-25",
+        "-q",
+    ]
+    proc = subprocess.Popen(
+        cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         _wait_for_progress(out, proc)
         os.killpg(proc.pid, signal.SIGKILL)
@@ -55,7 +69,9 @@ def test_sigkill_then_rerun_loses_and_duplicates_nothing(corpus: Path, samples: 
     first_done = {p.name for p in (out / ".ocrflow" / "done").glob("*.json")}
     assert 0 < len(first_done) < len(DOCS) + 6, "kill should land mid-run"
 
-    rerun = ocrflow("run", *inputs, "-o", str(out), "--workers", "2", "--pages", "1-25", "--json", "-q")
+    rerun = ocrflow(
+        "run", *inputs, "-o", str(out), "--workers", "2", "--pages", "1-25", "--json", "-q"
+    )
     assert rerun.returncode == 0, rerun.stderr[-2000:]
 
     records = results(out)
@@ -70,6 +86,11 @@ def test_sigkill_then_rerun_loses_and_duplicates_nothing(corpus: Path, samples: 
     report = status_json(out)
     assert report["documents"] == {"ok": len(DOCS) + 6}
     assert not list((out / ".ocrflow" / "pages").rglob("*.json")), "checkpoints are cleared"
-    strays = [p for p in out.rglob("*") if p.is_file() and ".ocrflow" not in p.parts
-              and p.parent.name not in {"results", "markdown"}]
+    strays = [
+        p
+        for p in out.rglob("*")
+        if p.is_file()
+        and ".ocrflow" not in p.parts
+        and p.parent.name not in {"results", "markdown"}
+    ]
     assert not strays, "a killed write leaves nothing beside the outputs"

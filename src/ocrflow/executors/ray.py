@@ -38,9 +38,14 @@ class RayWorker:
         """Work until no item is left; return this actor's tallies."""
         workspace = Workspace(open_store(self.config.output))
         stats = asyncio.run(work(self.config, workspace, options=self.options))
-        return {"documents": dict(stats.documents), "pages": dict(stats.pages),
-                "routes": dict(stats.routes), "failures": stats.failures,
-                "tokens_in": stats.tokens_in, "tokens_out": stats.tokens_out}
+        return {
+            "documents": dict(stats.documents),
+            "pages": dict(stats.pages),
+            "routes": dict(stats.routes),
+            "failures": stats.failures,
+            "tokens_in": stats.tokens_in,
+            "tokens_out": stats.tokens_out,
+        }
 
 
 def run_ray(
@@ -63,8 +68,12 @@ def run_ray(
     before = Manifest(workspace.store).done_item_ids()
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.WARNING)
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
     started = time.time()
     try:
         tallies = ray.get([a.work.remote() for a in _actors(ray, config, options, actors)])
@@ -83,8 +92,10 @@ def _actors(ray: Any, config: RunConfig, options: WorkerOptions, count: int) -> 
     remote_cls = ray.remote(max_restarts=3, max_task_retries=3, **resources)(RayWorker)
     # Each actor is an ordinary worker; only the driver reports earlier runs' documents.
     actor_options = WorkerOptions(
-        lease_ttl_s=options.lease_ttl_s, shard_index=options.shard_index,
-        num_shards=options.num_shards, split_pages=options.split_pages,
+        lease_ttl_s=options.lease_ttl_s,
+        shard_index=options.shard_index,
+        num_shards=options.num_shards,
+        split_pages=options.split_pages,
         report_finished_before=False,
     )
     return [remote_cls.remote(config, actor_options) for _ in range(count)]

@@ -128,18 +128,27 @@ async def work(
     owner = options.resolved_owner()
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
     fingerprint = workspace.bind(config)
-    pool = RenderPool(config.render.workers, page_timeout_s=config.render.page_timeout_s,
-                      memory_mb=config.render.worker_memory_mb)
+    pool = RenderPool(
+        config.render.workers,
+        page_timeout_s=config.render.page_timeout_s,
+        memory_mb=config.render.worker_memory_mb,
+    )
     try:
-        async with open_engine(config.engine, log_dir=workspace.log_dir()) as session, \
-                _recording(workspace, stats, run_id, owner):
+        async with (
+            open_engine(config.engine, log_dir=workspace.log_dir()) as session,
+            _recording(workspace, stats, run_id, owner),
+        ):
             reader = build_reader(config, session, workspace)
             pipeline = DocumentPipeline(
-                config, pool=pool, reader=reader, workspace=workspace,
+                config,
+                pool=pool,
+                reader=reader,
+                workspace=workspace,
                 sink=DocumentSink(workspace.store, page_separator=config.out.page_separator),
                 budget=PageBudget(page_budget(config)),
                 progress=FanOut(stats, progress) if progress else stats,  # type: ignore[arg-type]
-                fingerprint=fingerprint, engine_name=session.label,
+                fingerprint=fingerprint,
+                engine_name=session.label,
                 target_dim=config.render.target_dim or session.target_dim,
             )
             try:
@@ -177,8 +186,14 @@ async def _recording(
 class ItemLoop:
     """Passes over the manifest until every item (of this shard) is done."""
 
-    def __init__(self, pipeline: DocumentPipeline, workspace: Workspace, options: WorkerOptions,
-                 owner: str, fingerprint: str) -> None:
+    def __init__(
+        self,
+        pipeline: DocumentPipeline,
+        workspace: Workspace,
+        options: WorkerOptions,
+        owner: str,
+        fingerprint: str,
+    ) -> None:
         self.pipeline = pipeline
         self.workspace = workspace
         self.manifest = Manifest(workspace.store)
@@ -194,8 +209,11 @@ class ItemLoop:
         """Items of this worker's shard not done yet, in a worker-specific order so that
         workers starting together do not all fight over the first item."""
         done = self.manifest.done_item_ids()
-        items = [i for i in (*self.manifest.items(), *self.manifest.all_ranges())
-                 if i.item_id not in done and self._mine(i)]
+        items = [
+            i
+            for i in (*self.manifest.items(), *self.manifest.all_ranges())
+            if i.item_id not in done and self._mine(i)
+        ]
         if len(items) > 1:
             start = self._rng.randrange(len(items))
             items = items[start:] + items[:start]
@@ -210,8 +228,13 @@ class ItemLoop:
             record = self.manifest.item_done(item.item_id) or {}
             doc = self.workspace.done_record(record.get("doc_id", "")) or {}
             status = DocStatus(doc.get("status", "ok"))
-            result = DocumentResult(record.get("doc_id", ""), item.uri, status,
-                                    reason=doc.get("reason"), message=doc.get("message"))
+            result = DocumentResult(
+                record.get("doc_id", ""),
+                item.uri,
+                status,
+                reason=doc.get("reason"),
+                message=doc.get("message"),
+            )
             self.pipeline.progress.document_finished(item.source, result, skipped=True)
 
     def _mine(self, item: WorkItem) -> bool:

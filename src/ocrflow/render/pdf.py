@@ -53,8 +53,9 @@ def _has_encrypt_dict(path: str) -> bool:
 
 def _open_error(code: int | None, exc: Exception) -> RenderError:
     if code == _ERR_PASSWORD:
-        return RenderError("PDFium could not load the document (no pages or no page tree)",
-                           reason=Reason.EMPTY)
+        return RenderError(
+            "PDFium could not load the document (no pages or no page tree)", reason=Reason.EMPTY
+        )
     if code == _ERR_SECURITY:
         return RenderError(f"unsupported security handler: {exc}", reason=Reason.ENCRYPTED)
     if code == 0:
