@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ocrflow.recipes.base import ParsedPage
-from ocrflow.recipes.common import pick_temperature, reject_loop, require_stop
+from ocrflow.recipes.common import attempt_request, reject_loop, require_stop
 from ocrflow.recipes.layout import FigureSet, is_area, parse_box, scale_box
 from ocrflow.recipes.markup import (
     TABLES_HTML,
@@ -120,13 +120,14 @@ class ChandraRecipe:
         self, image: PageImage, attempt: int, *, max_tokens: int | None = None, page_key: str = ""
     ) -> PageRequest:
         """Image first, then the layout prompt."""
-        return PageRequest(
-            image=image,
+        return attempt_request(
+            self,
+            image,
+            attempt,
             prompt=self.prompt,
             image_first=True,
-            temperature=pick_temperature(self.temperatures, attempt),
-            max_tokens=max_tokens or self.max_tokens,
             extra_body={"top_p": self.top_p[0] if attempt == 0 else self.top_p[1]},
+            max_tokens=max_tokens,
             page_key=page_key,
         )
 

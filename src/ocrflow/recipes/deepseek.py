@@ -23,7 +23,12 @@ from typing import Any
 
 from ocrflow.errors import ParseError
 from ocrflow.recipes.base import ParsedPage
-from ocrflow.recipes.common import MALFORMED, pick_temperature, reject_loop, require_stop
+from ocrflow.recipes.common import (
+    MALFORMED,
+    attempt_request,
+    reject_loop,
+    require_stop,
+)
 from ocrflow.recipes.layout import FigureSet, is_area, parse_box, scale_box
 from ocrflow.recipes.markup import (
     TABLES_HTML,
@@ -98,13 +103,14 @@ class DeepseekRecipe:
     ) -> PageRequest:
         """Image then prompt; special tokens kept so the grounding tags survive."""
         extra: dict[str, Any] = {"skip_special_tokens": False, "vllm_xargs": _ngram_args()}
-        return PageRequest(
-            image=image,
+        return attempt_request(
+            self,
+            image,
+            attempt,
             prompt=PROMPTS[self.mode],
             image_first=True,
-            temperature=pick_temperature(self.temperatures, attempt),
-            max_tokens=max_tokens or self.max_tokens,
             extra_body=extra,
+            max_tokens=max_tokens,
             page_key=page_key,
         )
 

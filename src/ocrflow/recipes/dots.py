@@ -22,7 +22,12 @@ from typing import Any
 
 from ocrflow.errors import ParseError
 from ocrflow.recipes.base import ParsedPage
-from ocrflow.recipes.common import MALFORMED, pick_temperature, reject_loop, require_stop
+from ocrflow.recipes.common import (
+    MALFORMED,
+    attempt_request,
+    reject_loop,
+    require_stop,
+)
 from ocrflow.recipes.layout import FigureSet, is_area, require_image_size, scale_box, smart_resize
 from ocrflow.recipes.markup import TABLES_HTML, check_table_format, convert_tables
 from ocrflow.recipes.text import (
@@ -90,13 +95,14 @@ class DotsRecipe:
         self, image: PageImage, attempt: int, *, max_tokens: int | None = None, page_key: str = ""
     ) -> PageRequest:
         """Image first, then the layout prompt."""
-        return PageRequest(
-            image=image,
+        return attempt_request(
+            self,
+            image,
+            attempt,
             prompt=self.prompt,
             image_first=True,
-            temperature=pick_temperature(self.temperatures, attempt),
-            max_tokens=max_tokens or self.max_tokens,
             extra_body={"top_p": self.top_p},
+            max_tokens=max_tokens,
             page_key=page_key,
         )
 

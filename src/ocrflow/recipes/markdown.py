@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ocrflow.recipes.base import ParsedPage
-from ocrflow.recipes.common import pick_temperature, reject_loop, require_stop
+from ocrflow.recipes.common import attempt_request, reject_loop, require_stop
 from ocrflow.recipes.markup import TABLES_HTML, check_table_format, convert_tables
 from ocrflow.recipes.text import normalize_whitespace, strip_code_fence, strip_meta_tokens
 from ocrflow.types import EngineReply, PageImage, PageRequest
@@ -63,13 +63,14 @@ class MarkdownRecipe:
         self, image: PageImage, attempt: int, *, max_tokens: int | None = None, page_key: str = ""
     ) -> PageRequest:
         """Image first, then the instruction (if any)."""
-        return PageRequest(
-            image=image,
+        return attempt_request(
+            self,
+            image,
+            attempt,
             prompt=self.prompt,
             image_first=True,
-            temperature=pick_temperature(self.temperatures, attempt),
-            max_tokens=max_tokens or self.max_tokens,
             extra_body={} if self.top_p is None else {"top_p": self.top_p},
+            max_tokens=max_tokens,
             page_key=page_key,
         )
 

@@ -24,7 +24,12 @@ from typing import Any
 
 from ocrflow.errors import ParseError
 from ocrflow.recipes.base import ParsedPage
-from ocrflow.recipes.common import MALFORMED, pick_temperature, reject_loop, require_stop
+from ocrflow.recipes.common import (
+    MALFORMED,
+    attempt_request,
+    reject_loop,
+    require_stop,
+)
 from ocrflow.recipes.layout import FigureSet, is_area, reply_image_size, scale_box, smart_resize
 from ocrflow.recipes.markup import TABLES_HTML, check_table_format, convert_tables
 from ocrflow.recipes.text import normalize_whitespace
@@ -93,13 +98,14 @@ class OlmocrRecipe:
         extra: dict[str, Any] = {}
         if self.guided:
             extra["structured_outputs"] = {"regex": GUIDED_REGEX}
-        return PageRequest(
-            image=image,
+        return attempt_request(
+            self,
+            image,
+            attempt,
             prompt=self.prompt,
             image_first=False,
-            temperature=pick_temperature(self.temperatures, attempt),
-            max_tokens=max_tokens or self.max_tokens,
             extra_body=extra,
+            max_tokens=max_tokens,
             page_key=page_key,
         )
 
