@@ -27,6 +27,7 @@ from ocrflow.runstats import RunStats
 from ocrflow.sources import expand_inputs
 from ocrflow.status import collect_status
 from ocrflow.storage import open_store
+from ocrflow.workitems import Manifest
 from ocrflow.workspace import Workspace
 
 app = typer.Typer(
@@ -78,7 +79,7 @@ def run(
         ),
     ] = "embedded",
     target_dim: Annotated[
-        int | None, typer.Option(help="Longest side of rendered pages, px [default: the engine's].")
+        int | None, typer.Option(help="Longest side of rendered pages, px (default: the engine's).")
     ] = None,
     page_separator: Annotated[bool, typer.Option(help="Mark pages in the Markdown.")] = False,
     password: Annotated[
@@ -90,7 +91,7 @@ def run(
     threads: Annotated[int | None, typer.Option(help="Embedded engine threads per page.")] = None,
     parallel: Annotated[
         int | None,
-        typer.Option(help="Embedded engine: pages read at once [default: 2 on 2+ cores]."),
+        typer.Option(help="Embedded engine: pages read at once (default: 2 on 2+ cores)."),
     ] = None,
     languages: Annotated[str, typer.Option(help="Tesseract languages, e.g. eng+deu.")] = "eng",
     model: Annotated[
@@ -302,8 +303,6 @@ async def _execute(plan: Plan, progress: Any) -> RunStats:
 
 
 def _planned(config: RunConfig) -> int:
-    from ocrflow.workitems import Manifest
-
     return len(Manifest(open_store(config.output)).items())
 
 
@@ -386,6 +385,7 @@ def retry(
         workspace = Workspace(open_store(output))
         config = workspace.recorded_run_config()
         requeued = workspace.requeue(statuses, set(reason) if reason else None)
+        Manifest(workspace.store).clear_documents(requeued)
         Console(stderr=True).print(f"re-queued {len(requeued)} documents")
         if not run_now or not requeued:
             raise typer.Exit(0)

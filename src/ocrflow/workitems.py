@@ -144,6 +144,16 @@ class Manifest:
         """Ids of every finished item (one listing, for planning a pass over the items)."""
         return {k.rsplit("/", 1)[-1].removesuffix(".json") for k in self.store.list(ITEMS_DONE_DIR)}
 
+    def clear_documents(self, doc_ids: set[str]) -> int:
+        """Forget the completion of every item (ranges included) of these documents."""
+        cleared = 0
+        for item_id in self.done_item_ids():
+            record = self.item_done(item_id)
+            if record and record.get("doc_id") in doc_ids:
+                self.store.delete(f"{ITEMS_DONE_DIR}/{item_id}.json")
+                cleared += 1
+        return cleared
+
     def clear_item(self, item_id: str) -> None:
         """Forget an item's completion (``ocrflow retry``), including its ranges."""
         self.store.delete(f"{ITEMS_DONE_DIR}/{item_id}.json")

@@ -73,13 +73,13 @@ class Workspace:
             raise WorkspaceError(f"{self.store.root} holds no ocrflow run")
         return RunConfig.model_validate(record["run"])
 
-    def requeue(self, statuses: set[str], reasons: set[str] | None = None) -> list[str]:
-        """Forget finished documents with these statuses (and reasons); return their sources."""
-        requeued = []
+    def requeue(self, statuses: set[str], reasons: set[str] | None = None) -> set[str]:
+        """Forget finished documents with these statuses (and reasons); return their ids."""
+        requeued = set()
         for record in self.done_records():
             if record["status"] in statuses and (not reasons or record.get("reason") in reasons):
                 self.clear_done(record["doc_id"])
-                requeued.append(record["source"])
+                requeued.add(record["doc_id"])
         return requeued
 
     def recorded_config(self) -> dict[str, Any]:

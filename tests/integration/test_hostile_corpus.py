@@ -137,3 +137,16 @@ def test_encrypted_files_open_with_their_password(
     )
     assert wrong.returncode == 1
     assert json.loads(wrong.stdout)["failures"][0]["reason"] == "encrypted"
+
+
+def test_retry_requeues_failed_documents(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    locked = corpus / "pdfs" / "pdfplumber__password-example.pdf"
+    plain = corpus / "pdfs" / "olmocr__edgar.pdf"
+    first = ocrflow("run", str(locked), str(plain), "-o", str(out), "--pages", "1", "-q")
+    assert first.returncode == 1
+    assert status_json(out)["documents"] == {"ok": 1, "failed": 1}
+    again = ocrflow("retry", str(out), "--password", "test", "-q")
+    assert again.returncode == 0, again.stderr[-2000:]
+    report = status_json(out)
+    assert report["documents"] == {"ok": 2} and report["failures"] == []
