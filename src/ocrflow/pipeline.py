@@ -132,16 +132,16 @@ class DocumentPipeline:
             encoding=reader.image_encoding,
         )
 
-    async def convert(self, job: DocumentJob) -> DocumentResult:
-        """Convert a whole document, or return its recorded result if it finished before."""
+    def report_if_done(self, job: DocumentJob) -> bool:
+        """If the document finished in an earlier run, report it as skipped and say so."""
         done = self.workspace.done_record(job.doc_id)
-        if done is not None:
-            result = _result_from_record(done)
-            self.progress.document_finished(job.source, result, skipped=True)
-            return result
-        opened = await self.open(job)
-        if isinstance(opened, DocumentResult):
-            return self.finish_failed(job, opened)
+        if done is None:
+            return False
+        self.progress.document_finished(job.source, _result_from_record(done), skipped=True)
+        return True
+
+    async def convert(self, job: DocumentJob, opened: OpenedDocument) -> DocumentResult:
+        """Convert every selected page of an opened document and commit it."""
         self.progress.document_started(job.source, len(opened.pages))
         results = await self.convert_pages(job, opened.pages, opened.password)
         return self.finish(job, opened, results)

@@ -92,7 +92,7 @@ def _expand_local(item: str) -> Iterator[Source]:
     if path.is_dir():
         yield from _walk(path)
     elif path.exists():
-        yield _local_source(path, path.name, explicit=True)
+        yield _local_source(path, path.name)
     elif glob.has_magic(item):
         matches = sorted(glob.glob(item, recursive=True))
         if not matches:
@@ -103,7 +103,7 @@ def _expand_local(item: str) -> Iterator[Source]:
             if m.is_dir():
                 yield from _walk(m)
             elif m.is_file() and _looks_like_document(m):
-                yield _local_source(m, _rel_posix(m, root), explicit=True)
+                yield _local_source(m, _rel_posix(m, root))
     else:
         raise SourceError(f"no such file or directory: {item}")
 
@@ -116,14 +116,14 @@ def _walk(root: Path) -> Iterator[Source]:
             if name.startswith(".") or not path.is_file():
                 continue
             if _looks_like_document(path):
-                yield _local_source(path, _rel_posix(path, root), explicit=False)
+                yield _local_source(path, _rel_posix(path, root))
 
 
 def _looks_like_document(path: Path) -> bool:
     return path.suffix.lower() in DOCUMENT_SUFFIXES or sniff_kind(_head(path)) in {"pdf", "image"}
 
 
-def _local_source(path: Path, rel: str, *, explicit: bool) -> Source:
+def _local_source(path: Path, rel: str) -> Source:
     head = _head(path)
     return Source(uri=str(path.resolve()), rel=rel, kind=sniff_kind(head), size=path.stat().st_size)
 

@@ -316,26 +316,26 @@ class ItemLoop:
 
     async def _process_document(self, item: WorkItem, job: DocumentJob) -> None:
         pipeline = self.pipeline
-        if self.workspace.done_record(job.doc_id) is not None:
-            await pipeline.convert(job)  # reports it as already done
-            self.manifest.mark_item_done(item, job.doc_id, "done")
-            return
-        opened = await pipeline.open(job)
-        if isinstance(opened, DocumentResult):
-            pipeline.finish_failed(job, opened)
-        elif len(opened.pages) > self.options.split_pages:
-            ranges = range_items(item, job.doc_id, opened.pages, self.options.split_pages)
-            ranges = self.manifest.split(item, ranges)
-            pipeline.progress.document_started(job.source, len(opened.pages))
-            self.manifest.mark_item_done(item, job.doc_id, "split")
-            self._queue.extend(ranges)  # start the ranges now, here and in other workers
-            self._wake.set()
-            return
-        else:
-            pipeline.progress.document_started(job.source, len(opened.pages))
-            results = await pipeline.convert_pages(job, opened.pages, opened.password)
-            pipeline.finish(job, opened, results)
+        if not pipeline.report_if_done(job):
+            opened = await pipeline.open(job)
+            if isinstance(opened, DocumentResult):
+                pipeline.finish_failed(job, opened)
+            elif len(opened.pages) > self.options.split_pages:
+                self._split(item, job, opened)
+                return
+            else:
+                await pipeline.convert(job, opened)
         self.manifest.mark_item_done(item, job.doc_id, "done")
+
+    def _split(self, item: WorkItem, job: DocumentJob, opened: OpenedDocument) -> None:
+        """Turn a long document into range items and start them at once (here and in other
+        workers); the parent item is done once the split is recorded."""
+        ranges = range_items(item, job.doc_id, opened.pages, self.options.split_pages)
+        ranges = self.manifest.split(item, ranges)
+        self.pipeline.progress.document_started(job.source, len(opened.pages))
+        self.manifest.mark_item_done(item, job.doc_id, "split")
+        self._queue.extend(ranges)
+        self._wake.set()
 
     async def _process_range(self, item: WorkItem, job: DocumentJob) -> None:
         opened = await self.pipeline.open(job)
