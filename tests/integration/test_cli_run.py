@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -60,16 +61,19 @@ def test_ocr_reads_scans_and_rotations(converted: tuple[Path, object]) -> None:
 
 
 def test_page_spans_match_text(converted: tuple[Path, object]) -> None:
-    for record in results(converted[0]):
+    out = converted[0]
+    for record in results(out):
         text = record["text"]
         spans = record["attributes"]["pdf_page_numbers"]
-        assert [s[2] for s in spans] == sorted(s[2] for s in spans)
-        assert spans[-1][1] == len(text)
-        for (start, end, _page), (next_start, _, _) in zip(
-            spans, [*spans[1:], [len(text) + 2, 0, 0]], strict=False
-        ):
-            assert text[start:end] == text[start:end].strip()
-            assert next_start - end in (2, 0) or next_start == len(text) + 2
+        assert spans[0][0] == 0 and spans[-1][1] == len(text)
+        for (_, end, _), (start, _, _) in itertools.pairwise(spans):
+            assert text[end:start] == "\n\n"  # pages are joined by exactly one blank line
+        # Each span holds exactly its page's text, as the Markdown's page sections show it.
+        md = (out / "markdown" / f"{record['metadata']['source_path']}.md").read_text()
+        sections = md.split("<!-- page ")[1:]
+        by_page = {int(s.split(" -->", 1)[0]): s.split(" -->", 1)[1].strip() for s in sections}
+        for start, end, page in spans:
+            assert text[start:end] == by_page[page], (record["metadata"]["source_path"], page)
 
 
 def test_markdown_has_page_markers(converted: tuple[Path, object]) -> None:
