@@ -137,6 +137,8 @@ class DocumentPipeline:
         done = self.workspace.done_record(job.doc_id)
         if done is None:
             return False
+        # A kill between the done marker and the checkpoint cleanup leaves checkpoints behind.
+        self.workspace.clear_pages(job.doc_id)
         self.progress.document_finished(job.source, _result_from_record(done), skipped=True)
         return True
 
