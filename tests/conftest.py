@@ -1,14 +1,17 @@
-"""Shared fixtures: where the real-world corpus is, and small generated documents."""
+"""Shared fixtures (the corpus, generated samples) and the guard that no group of tests
+skips silently (see ``tests/needs.py``)."""
 
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from tests.needs import ALLOW_VARIABLE, CORPUS, allowed_groups, need, skipped_group
+
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
 
 sys.path.insert(0, str(REPO / "scripts"))
 
@@ -16,8 +19,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     """The shared real-world corpus (../shared/corpus), read in place, never copied."""
-    if not CORPUS.is_dir():
-        pytest.skip("../shared/corpus is not present beside the repository")
+    need("corpus", CORPUS.is_dir(), "../shared/corpus is not present beside the repository")
     return CORPUS
 
 
@@ -29,3 +31,50 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("samples")
     make_examples.main(target)
     return target
+
+
+class SkipGuard:
+    """Counts the tests each group skipped for want of what it needs, and fails the session
+    for every group that ``OCRFLOW_ALLOW_SKIP`` does not name."""
+
+    def __init__(self) -> None:
+        self.skipped: Counter[str] = Counter()
+
+    def _count(self, report: pytest.TestReport | pytest.CollectReport) -> None:
+        if report.skipped:
+            longrepr = report.longrepr
+            reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            group = skipped_group(reason)
+            if group is not None:
+                self.skipped[group] += 1
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._count(report)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        self._count(report)
+
+    def forbidden(self) -> dict[str, int]:
+        allowed = allowed_groups()
+        return {g: n for g, n in sorted(self.skipped.items()) if g not in allowed}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.forbidden() and session.exitstatus in (0, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        forbidden = self.forbidden()
+        if not forbidden:
+            return
+        groups = ", ".join(f"{group} ({count} tests)" for group, count in forbidden.items())
+        terminalreporter.write_line(
+            f"FAILED: whole test groups skipped: {groups}. Install what they need "
+            f"(bash scripts/system-deps.sh) or allow it: {ALLOW_VARIABLE}=" + ",".join(forbidden),
+            red=True,
+            bold=True,
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(SkipGuard(), "ocrflow-skip-guard")

@@ -10,6 +10,7 @@ The env dict holds everything a subprocess needs (fake credentials, region, endp
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import socket
 import subprocess
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
+from tests.needs import need
 
 _START_TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 5.0
@@ -135,8 +138,8 @@ class S3Endpoint:
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[S3Endpoint]:
     """A moto S3 server for the session; this process's environment points at it too."""
-    pytest.importorskip("moto.server")
-    pytest.importorskip("s3fs")
+    need("s3", importlib.util.find_spec("moto") is not None, "moto is not installed")
+    need("s3", importlib.util.find_spec("s3fs") is not None, "s3fs is not installed")
     with running_s3() as (url, env), pytest.MonkeyPatch.context() as patch:
         for name, value in env.items():
             patch.setenv(name, value)

@@ -16,9 +16,17 @@ from typing import Annotated, Any
 import typer
 from pydantic import SecretStr, ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from ocrflow.config import EngineOptions, OutputOptions, RenderOptions, RouteOptions, RunConfig
+from ocrflow.config import (
+    EngineOptions,
+    OutputOptions,
+    RenderOptions,
+    RouteOptions,
+    RunConfig,
+    ScaleOptions,
+)
 from ocrflow.errors import ConfigError, OcrflowError
 from ocrflow.executors.local import run_local
 from ocrflow.executors.worker import WorkerOptions, work
@@ -41,7 +49,10 @@ SCALE = "Scale-out (many workers, Ray)"
 
 
 def _fail(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False)
+    # One unwrapped line: scripts grep it, and a path must not be cut in two.
+    Console(stderr=True).print(
+        f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True
+    )
     return typer.Exit(USAGE_ERROR)
 
 
@@ -219,9 +230,10 @@ def run(
                 ready_timeout_s=ready_timeout,
             ),
             out=OutputOptions(page_separator=page_separator),
+            scale=ScaleOptions(split_pages=split_pages, lease_ttl_s=lease_ttl),
         )
         sources = expand_inputs(config.inputs, exclude=[config.output])
-        worker = _worker_options(lease_ttl, shard_index, num_shards, split_pages)
+        worker = _worker_options(config.scale, shard_index, num_shards)
         plan = Plan(config, sources, worker, executor, ray_address, ray_workers)
         stats = _run_with_display(plan, quiet=quiet or as_json)
     except ValidationError as exc:
@@ -250,19 +262,45 @@ class Plan:
 
 
 def _worker_options(
-    lease_ttl: float, shard_index: int | None, num_shards: int | None, split_pages: int
+    scale: ScaleOptions, shard_index: int | None = None, num_shards: int | None = None
 ) -> WorkerOptions:
     if (shard_index is None) != (num_shards is None):
         raise ConfigError("--shard-index and --num-shards go together")
     if num_shards is not None and not 0 <= (shard_index or 0) < num_shards:
         raise ConfigError("--shard-index must be in 0 .. --num-shards - 1")
-    if split_pages < 1:
-        raise ConfigError("--split-pages must be at least 1")
     return WorkerOptions(
-        lease_ttl_s=lease_ttl,
+        lease_ttl_s=scale.lease_ttl_s,
         shard_index=shard_index,
         num_shards=num_shards,
-        split_pages=split_pages,
+        split_pages=scale.split_pages,
+    )
+
+
+def _rejoined(
+    config: RunConfig,
+    output: str,
+    *,
+    passwords: Sequence[str],
+    api_key: str | None,
+    servers: Sequence[str] = (),
+    workers: int | None = None,
+    lease_ttl: float | None = None,
+) -> RunConfig:
+    """The recorded config of a run, with what this command was given: secrets (never
+    recorded), the output as this process reaches it, and per-process overrides."""
+    engine: dict[str, Any] = {"servers": tuple(servers)} if servers else {}
+    if api_key:
+        engine["api_key"] = SecretStr(api_key)
+    render = {"workers": workers} if workers else {}
+    scale = {"lease_ttl_s": lease_ttl} if lease_ttl is not None else {}
+    return config.model_copy(
+        update={
+            "passwords": tuple(SecretStr(p) for p in passwords),
+            "engine": config.engine.model_copy(update=engine),
+            "render": config.render.model_copy(update=render),
+            "scale": ScaleOptions.model_validate(config.scale.model_dump() | scale),
+            "output": output,
+        }
     )
 
 
@@ -373,6 +411,12 @@ def retry(
     password: Annotated[
         list[str] | None, typer.Option(help="Password to try (repeatable).")
     ] = None,
+    api_key: Annotated[
+        str | None, typer.Option(help="API key (or OPENAI_API_KEY).", show_default=False)
+    ] = None,
+    lease_ttl: Annotated[
+        float | None, typer.Option(help="Seconds a lease lasts unrenewed (default: the run's).")
+    ] = None,
     run_now: Annotated[
         bool, typer.Option("--run/--no-run", help="Convert them right away.")
     ] = True,
@@ -389,10 +433,12 @@ def retry(
         Console(stderr=True).print(f"re-queued {len(requeued)} documents")
         if not run_now or not requeued:
             raise typer.Exit(0)
-        secrets = tuple(SecretStr(p) for p in password or ())
-        config = config.model_copy(update={"passwords": secrets, "output": output})
+        config = _rejoined(
+            config, output, passwords=password or (), api_key=api_key, lease_ttl=lease_ttl
+        )
         sources = expand_inputs(config.inputs, exclude=[config.output])
-        stats = _run_with_display(Plan(config, sources, WorkerOptions()), quiet=quiet)
+        plan = Plan(config, sources, _worker_options(config.scale))
+        stats = _run_with_display(plan, quiet=quiet)
     except OcrflowError as exc:
         raise _fail(str(exc)) from None
     if not quiet:
@@ -406,10 +452,15 @@ def worker(
     password: Annotated[
         list[str] | None, typer.Option(help="Password to try (repeatable).")
     ] = None,
-    lease_ttl: Annotated[float, typer.Option(help="Seconds a lease lasts unrenewed.")] = 120.0,
+    lease_ttl: Annotated[
+        float | None, typer.Option(help="Seconds a lease lasts unrenewed (default: the run's).")
+    ] = None,
     shard_index: Annotated[int | None, typer.Option(help="This worker's static shard.")] = None,
     num_shards: Annotated[int | None, typer.Option(help="Number of static shards.")] = None,
     server: Annotated[list[str] | None, typer.Option(help="Override the run's servers.")] = None,
+    api_key: Annotated[
+        str | None, typer.Option(help="API key (or OPENAI_API_KEY).", show_default=False)
+    ] = None,
     workers: Annotated[int | None, typer.Option(help="Render processes.")] = None,
     quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
@@ -417,18 +468,16 @@ def worker(
     """Join an existing run: take work items from OUT until none is left."""
     _configure_logging(quiet)
     try:
-        config = Workspace(open_store(output)).recorded_run_config()
-        engine = config.engine.model_copy(update={"servers": tuple(server)} if server else {})
-        render = config.render.model_copy(update={"workers": workers} if workers else {})
-        config = config.model_copy(
-            update={
-                "passwords": tuple(SecretStr(p) for p in password or ()),
-                "engine": engine,
-                "render": render,
-                "output": output,  # as this worker reaches it, not as the first run did
-            }
+        config = _rejoined(
+            Workspace(open_store(output)).recorded_run_config(),
+            output,
+            passwords=password or (),
+            api_key=api_key,
+            servers=server or (),
+            workers=workers,
+            lease_ttl=lease_ttl,
         )
-        options = _worker_options(lease_ttl, shard_index, num_shards, 500)
+        options = _worker_options(config.scale, shard_index, num_shards)
         stats = _run_with_display(Plan(config, None, options), quiet=quiet or as_json)
     except OcrflowError as exc:
         raise _fail(str(exc)) from None

@@ -78,6 +78,17 @@ class OutputOptions(_Options):
     page_separator: bool = False
 
 
+class ScaleOptions(_Options):
+    """How work is cut and leased among workers. Recorded with the run, so a joining
+    ``ocrflow worker`` or ``ocrflow retry`` uses the same values; not part of the
+    fingerprint (they change who does a page, never what it says)."""
+
+    #: Documents with more selected pages than this are split into items of this size.
+    split_pages: int = Field(500, ge=1)
+    #: Seconds a work-item lease lasts unrenewed.
+    lease_ttl_s: float = Field(120.0, gt=0)
+
+
 class RunConfig(_Options):
     """Everything one run needs, built once by the CLI and passed down by parts."""
 
@@ -89,6 +100,7 @@ class RunConfig(_Options):
     route: RouteOptions = RouteOptions()
     engine: EngineOptions = EngineOptions()
     out: OutputOptions = OutputOptions()
+    scale: ScaleOptions = ScaleOptions()
 
     @field_validator("pages")
     @classmethod

@@ -16,6 +16,13 @@ def validate_page_spec(spec: str) -> str:
         if not match:
             raise ConfigError(f"bad page selection {part!r} in {spec!r}; use e.g. 1-5,9,20-end")
         first, last = match.group(1), match.group(2) or match.group(1)
+        if first == "end" and last != "end":
+            # "end-3" reads as "the last three pages" to some and as "from the last page
+            # back to page 3" to others: refuse it rather than guess.
+            raise ConfigError(
+                f"bad page selection {part!r}: a range runs forwards and 'end' can only close "
+                "it (e.g. 20-end); to take the last pages of a document, name them from a number"
+            )
         if first != "end" and last != "end" and int(first) > int(last):
             raise ConfigError(f"page range {part!r} runs backwards")
         if first == "0" or last == "0":

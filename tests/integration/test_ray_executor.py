@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.needs import need
+
 from .cli_helpers import ocrflow, results
 
 pytestmark = pytest.mark.slow
-ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'ocrflow[ray]'")
+need(
+    "ray",
+    importlib.util.find_spec("ray") is not None,
+    "Ray is not installed: pip install 'ocrflow[ray]'",
+)
 
 
 def _pages(out: Path) -> dict[str, list[tuple[int, str]]]:

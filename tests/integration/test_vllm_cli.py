@@ -17,12 +17,14 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.needs import TINY_VLM, VLLM_VENV, need_vllm
+
 from .cli_helpers import results, status_json
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(900)]
 
-VENV = Path(os.environ.get("OCRFLOW_VLLM_VENV", "~/.cache/ocrflow/vllm-cpu")).expanduser()
-MODEL = Path(os.environ.get("OCRFLOW_TINY_VLM", "~/.cache/ocrflow/tiny-vlm")).expanduser()
+VENV = VLLM_VENV
+MODEL = TINY_VLM
 CPU_ENV = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
 
 
@@ -47,8 +49,7 @@ def _api_server(deadline_s: float) -> psutil.Process:
 
 
 def test_run_with_managed_vllm_survives_a_crash(corpus: Path, tmp_path: Path) -> None:
-    if not (VENV / "bin" / "vllm").exists() or not (MODEL / "config.json").exists():
-        pytest.skip(f"real vLLM not installed at {VENV} / {MODEL} (see shared/tools/vllm-cpu)")
+    need_vllm()
     out = tmp_path / "out"
     cmd = [
         sys.executable,
@@ -114,8 +115,7 @@ def test_run_with_managed_vllm_survives_a_crash(corpus: Path, tmp_path: Path) ->
 
 
 def test_sigkill_of_ocrflow_takes_vllm_down(corpus: Path, tmp_path: Path) -> None:
-    if not (VENV / "bin" / "vllm").exists() or not (MODEL / "config.json").exists():
-        pytest.skip(f"real vLLM not installed at {VENV} / {MODEL} (see shared/tools/vllm-cpu)")
+    need_vllm()
     cmd = [
         sys.executable,
         "-m",

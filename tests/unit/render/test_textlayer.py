@@ -19,6 +19,7 @@ from ocrflow.render.textlayer import (
     score_text_layer,
 )
 from ocrflow.render.textstats import measure_ocr_noise, measure_text
+from tests.needs import need_corpus_file
 
 CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus" / "pdfs"
 
@@ -385,8 +386,7 @@ REJECT = [
 
 def _corpus_layer(name: str, number: int) -> TextLayer:
     path = CORPUS / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not present beside the repository")
+    need_corpus_file(path)
     doc = pdfium.PdfDocument(path)
     try:
         page = doc[number - 1]
@@ -413,8 +413,7 @@ def test_corpus_layers_to_reject(name: str, number: int, reason: str) -> None:
 
 def test_extraction_and_scoring_are_cheap() -> None:
     path = CORPUS / "pdfjs__tracemonkey.pdf"
-    if not path.is_file():
-        pytest.skip("corpus not present")
+    need_corpus_file(path)
     doc = pdfium.PdfDocument(path)
     timings = []
     for index in range(len(doc)):

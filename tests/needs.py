@@ -1,0 +1,74 @@
+"""What whole groups of tests need from outside the repository, and the one way to skip them.
+
+A test that cannot run without the corpus, Tesseract, real vLLM, Ray or the S3 server calls
+``need(group, ok, why)``. Missing pieces skip the test with a ``[needs GROUP]`` tag, and
+``conftest.py`` turns any such skip into a failed session unless ``OCRFLOW_ALLOW_SKIP`` names
+the group (``OCRFLOW_ALLOW_SKIP=vllm,tesseract`` or ``all``): CI never reports green while a
+group quietly skipped.
+
+``OCRFLOW_CACHE`` (default ``~/.cache/ocrflow``) is where ``scripts/system-deps.sh`` installs
+real vLLM and the tiny model, and where the tests look for them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+GROUPS = ("corpus", "tesseract", "vllm", "ray", "s3")
+ALLOW_VARIABLE = "OCRFLOW_ALLOW_SKIP"
+TAG = re.compile(r"\[needs (\w+)\]")
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+CACHE = Path(os.environ.get("OCRFLOW_CACHE", "~/.cache/ocrflow")).expanduser()
+VLLM_VENV = CACHE / "vllm-cpu"
+TINY_VLM = CACHE / "tiny-vlm"
+
+
+def need(group: str, ok: bool, why: str) -> None:
+    """Skip the calling test (or module), tagged with ``group``, unless ``ok``."""
+    assert group in GROUPS, group
+    if not ok:
+        pytest.skip(f"[needs {group}] {why}", allow_module_level=True)
+
+
+def need_vllm() -> None:
+    """Real vLLM's CPU build and the tiny model, as ``scripts/system-deps.sh`` installs them."""
+    need(
+        "vllm",
+        (VLLM_VENV / "bin" / "vllm").is_file() and (TINY_VLM / "config.json").is_file(),
+        f"no vLLM CPU build at {VLLM_VENV} or no tiny model at {TINY_VLM} "
+        "(bash scripts/system-deps.sh installs them; OCRFLOW_CACHE says where)",
+    )
+
+
+def need_tesseract() -> None:
+    """Debian's ``tesseract`` binary on PATH."""
+    need(
+        "tesseract",
+        shutil.which("tesseract") is not None,
+        "the tesseract binary is not installed (bash scripts/system-deps.sh)",
+    )
+
+
+def need_corpus_file(path: Path) -> None:
+    """One file of ``../shared/corpus``."""
+    need("corpus", path.is_file(), f"{path} is not present beside the repository")
+
+
+def allowed_groups() -> set[str]:
+    """The groups ``OCRFLOW_ALLOW_SKIP`` lets skip (``all`` for every group)."""
+    raw = os.environ.get(ALLOW_VARIABLE, "")
+    names = {part.strip().lower() for part in raw.split(",") if part.strip()}
+    return set(GROUPS) if "all" in names else names
+
+
+def skipped_group(reason: str) -> str | None:
+    """The group a skip reason is tagged with, if any."""
+    match = TAG.search(reason)
+    return match.group(1) if match else None
