@@ -1,0 +1,279 @@
+"""Datasets as input: rows of Parquet files or a ``save_to_disk`` folder, each a document.
+
+A row's document is an image (Hugging Face ``Image``/``Pdf`` feature: a struct of ``bytes``
+and ``path``) or raw bytes of a PDF or image (a binary column). Rows stream in record batches
+(``ParquetFile.iter_batches``, the Arrow IPC stream reader for ``save_to_disk`` shards): memory
+holds one batch, whatever the dataset's size. The ``datasets`` library is not needed.
+
+``write_back`` writes the input columns again with ``markdown`` and ``ocr_status`` added, as
+shards under ``parquet/`` (see ``parquet_sink.ShardWriter``), keeping the Hugging Face feature
+metadata so that ``datasets`` decodes the image column as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fsspec import AbstractFileSystem
+
+from ocrflow.errors import ConfigError, SourceError
+from ocrflow.parquet_sink import ShardLimits, ShardWriter, worker_shards
+from ocrflow.sources import sniff_kind
+from ocrflow.storage import Store
+
+DatasetFormat = Literal["parquet", "arrow"]
+RowKind = Literal["image", "pdf", "missing"]
+_SIDECARS = (".json", ".md", ".txt", ".gitattributes", ".lock", ".crc")
+_HF_KEY = b"huggingface"
+ADDED_FIELDS = (pa.field("markdown", pa.string()), pa.field("ocr_status", pa.string()))
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRow:
+    """One row as a document.
+
+    ``row_id`` is the id column's value (or ``<shard stem>-<index>``); ``doc_id`` a stable
+    24-hex id for workspace keys; ``columns`` holds every input column (the document column
+    as stored) for ``write_back``; ``shard`` and ``index`` say where the row lives.
+    """
+
+    row_id: str
+    doc_id: str
+    data: bytes
+    kind: RowKind
+    shard: str
+    index: int
+    columns: dict[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetFiles:
+    """The shard files of a dataset input, in order."""
+
+    fs: AbstractFileSystem
+    root: str
+    format: DatasetFormat
+    paths: list[str]
+
+
+# -- recognising -------------------------------------------------------------------------
+def _fs(location: str) -> tuple[AbstractFileSystem, str]:
+    fs, path = fsspec.core.url_to_fs(location)
+    return fs, path
+
+
+def is_dataset_input(location: str) -> bool:
+    """A ``.parquet`` file or glob, a folder of Parquet files, or a ``save_to_disk`` folder."""
+    try:
+        return _find_files(location) is not None
+    except (OSError, ValueError):
+        return False
+
+
+def _find_files(location: str) -> DatasetFiles | None:
+    fs, path = _fs(location)
+    if any(ch in path for ch in "*?["):
+        matches = sorted(p for p in fs.glob(path) if p.endswith(".parquet"))
+        return DatasetFiles(fs, posixpath.dirname(path), "parquet", matches) if matches else None
+    if path.endswith(".parquet") and fs.isfile(path):
+        return DatasetFiles(fs, posixpath.dirname(path), "parquet", [path])
+    if not fs.isdir(path):
+        return None
+    if fs.isfile(posixpath.join(path, "state.json")) and fs.isfile(
+        posixpath.join(path, "dataset_info.json")
+    ):
+        return _saved_dataset(fs, path)
+    files = [p for p in fs.find(path) if not posixpath.basename(p).startswith(".")]
+    parquet = sorted(p for p in files if p.endswith(".parquet"))
+    others = [p for p in files if not p.endswith((".parquet", *_SIDECARS))]
+    return DatasetFiles(fs, path, "parquet", parquet) if parquet and not others else None
+
+
+def _saved_dataset(fs: AbstractFileSystem, path: str) -> DatasetFiles:
+    with fs.open(posixpath.join(path, "state.json"), "rb") as handle:
+        state = json.load(handle)
+    names = [entry["filename"] for entry in state.get("_data_files", [])]
+    return DatasetFiles(fs, path, "arrow", [posixpath.join(path, n) for n in names])
+
+
+def dataset_files(location: str) -> DatasetFiles:
+    """The dataset's shard files; ``SourceError`` when ``location`` is not a dataset."""
+    found = _find_files(location)
+    if found is None or not found.paths:
+        raise SourceError(f"{location}: not a Parquet dataset or a save_to_disk folder")
+    return found
+
+
+# -- schema and columns ------------------------------------------------------------------
+def dataset_schema(files: DatasetFiles) -> pa.Schema:
+    """The schema of the first shard (with its Hugging Face metadata)."""
+    with files.fs.open(files.paths[0], "rb") as handle:
+        if files.format == "parquet":
+            return pq.ParquetFile(handle).schema_arrow
+        return pa.ipc.open_stream(handle).schema
+
+
+def _is_document_type(kind: pa.DataType) -> bool:
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        return True
+    if pa.types.is_struct(kind):
+        names = {kind.field(i).name: kind.field(i).type for i in range(kind.num_fields)}
+        return "bytes" in names and _is_document_type(names["bytes"])
+    return False
+
+
+def choose_column(schema: pa.Schema, column: str | None) -> str:
+    """The column holding documents: ``column`` if given, else the only candidate."""
+    listing = ", ".join(f"{f.name} ({f.type})" for f in schema)
+    if column is not None:
+        if column not in schema.names:
+            raise ConfigError(f"dataset has no column {column!r}; columns: {listing}")
+        if not _is_document_type(schema.field(column).type):
+            raise ConfigError(f"column {column!r} holds no image or PDF bytes; columns: {listing}")
+        return column
+    candidates = [f.name for f in schema if _is_document_type(f.type)]
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise ConfigError(f"dataset has no image or binary column; columns: {listing}")
+    raise ConfigError(
+        f"dataset has several image/binary columns ({', '.join(candidates)}): "
+        "pick one with --dataset-column"
+    )
+
+
+def _check_id_column(schema: pa.Schema, id_column: str | None) -> None:
+    if id_column is not None and id_column not in schema.names:
+        raise ConfigError(f"dataset has no id column {id_column!r}; columns: {schema.names}")
+
+
+# -- reading -----------------------------------------------------------------------------
+def _batches(files: DatasetFiles, path: str, batch_size: int) -> Iterator[pa.RecordBatch]:
+    with files.fs.open(path, "rb") as handle:
+        if files.format == "parquet":
+            yield from pq.ParquetFile(handle).iter_batches(batch_size=batch_size)
+            return
+        for batch in pa.ipc.open_stream(handle):
+            for start in range(0, batch.num_rows, batch_size):
+                yield batch.slice(start, batch_size)
+
+
+def iter_dataset_rows(
+    location: str,
+    *,
+    column: str | None = None,
+    id_column: str | None = None,
+    batch_size: int = 32,
+) -> Iterator[DatasetRow]:
+    """Every row of the dataset at ``location`` as a document, one batch in memory at once."""
+    files = dataset_files(location)
+    schema = dataset_schema(files)
+    column = choose_column(schema, column)
+    _check_id_column(schema, id_column)
+    for path in files.paths:
+        shard = posixpath.relpath(path, files.root)
+        index = 0
+        for batch in _batches(files, path, batch_size):
+            for columns in batch.to_pylist():
+                yield _row(files, shard, index, columns, column, id_column)
+                index += 1
+
+
+def _row(
+    files: DatasetFiles,
+    shard: str,
+    index: int,
+    columns: dict[str, Any],
+    column: str,
+    id_column: str | None,
+) -> DatasetRow:
+    if id_column is not None and columns.get(id_column) is not None:
+        row_id = str(columns[id_column])
+        identity = f"id:{row_id}"
+    else:
+        row_id = f"{posixpath.splitext(posixpath.basename(shard))[0]}-{index}"
+        identity = f"row:{shard}#{index}"
+    data = _document_bytes(files, shard, columns.get(column))
+    kind = sniff_kind(data[:1024])
+    return DatasetRow(
+        row_id=row_id,
+        doc_id=hashlib.sha256(identity.encode()).hexdigest()[:24],
+        data=data,
+        kind="pdf" if kind == "pdf" else "image" if data else "missing",
+        shard=shard,
+        index=index,
+        columns=columns,
+    )
+
+
+def _document_bytes(files: DatasetFiles, shard: str, value: Any) -> bytes:
+    """The bytes of a cell: raw binary, an Image struct's bytes, or the file its path names."""
+    if isinstance(value, bytes):
+        return value
+    if not isinstance(value, dict):
+        return b""
+    if value.get("bytes"):
+        return bytes(value["bytes"])
+    path = value.get("path")
+    if not path:
+        return b""
+    if "://" not in path and not posixpath.isabs(path):
+        path = posixpath.join(files.root, posixpath.dirname(shard), path)
+    try:
+        with files.fs.open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""  # recorded as a missing document, not a crash of the batch
+
+
+# -- writing back ------------------------------------------------------------------------
+def write_back_schema(schema: pa.Schema) -> pa.Schema:
+    """The input schema plus ``markdown`` and ``ocr_status``; Hugging Face feature metadata
+    gains the two columns so that ``datasets`` still decodes the input's features."""
+    out = schema
+    for added in ADDED_FIELDS:
+        if added.name not in out.names:
+            out = out.append(added)
+    metadata = dict(schema.metadata or {})
+    if _HF_KEY in metadata:
+        info = json.loads(metadata[_HF_KEY])
+        features = info.get("info", {}).get("features")
+        if isinstance(features, dict):
+            for added in ADDED_FIELDS:
+                features[added.name] = {"dtype": "string", "_type": "Value"}
+            metadata[_HF_KEY] = json.dumps(info).encode()
+    return out.with_metadata(metadata)
+
+
+def write_back(
+    rows: Iterable[tuple[DatasetRow, str | None, str]],
+    out_store: Store,
+    *,
+    schema: pa.Schema,
+    worker: str = "dataset",
+    limits: ShardLimits | None = None,
+) -> list[str]:
+    """Write ``(row, markdown, ocr_status)`` as the input's columns plus ``markdown`` and
+    ``ocr_status``, in shards under ``parquet/``; returns the shard keys written.
+
+    Shards are numbered from 0 and the worker's shards of an earlier write-back beyond them
+    are deleted: writing back again replaces the set, it never adds rows twice.
+    """
+    target = write_back_schema(schema)
+    writer = ShardWriter(out_store, worker, target, limits, first_number=0)
+    for row, markdown, status in rows:
+        record = {**row.columns, "markdown": markdown, "ocr_status": status}
+        writer.add(record, row.doc_id, len(row.data) + len(markdown or "") + 256)
+    writer.flush()
+    stale = set(worker_shards(out_store, writer.worker)) - set(writer.written)
+    for key in sorted(stale):
+        out_store.delete(key)
+    return writer.written

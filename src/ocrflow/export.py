@@ -1,0 +1,201 @@
+"""Convert a finished OUT into Parquet shards or a folder ``datasets.load_from_disk`` opens.
+
+The source of truth is OUT's Dolma records (``results/*.jsonl``) joined with the done markers
+(``.ocrflow/done/*.json``): a record without a done marker belongs to a document that did not
+finish and is left out. Page texts are cut from the record's text by its
+``pdf_page_numbers`` spans; routes, statuses and page attributes come from the done marker.
+Rows stream: one record at a time is in memory, plus a shard's worth of rows.
+
+``hf`` writes the ``save_to_disk`` layout with pyarrow alone: ``data-00000-of-00001.arrow``
+(Arrow IPC stream), ``dataset_info.json`` (features) and ``state.json``, the last two written
+after the data so that a killed export is not mistaken for a finished one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import fsspec
+import pyarrow as pa
+
+from ocrflow.errors import ConfigError
+from ocrflow.parquet_sink import (
+    DOCUMENT_SCHEMA,
+    ShardLimits,
+    ShardWriter,
+    page_figures,
+    page_row,
+    record_row,
+)
+from ocrflow.storage import Store, open_store
+
+ExportFormat = Literal["parquet", "hf"]
+DONE_DIR = ".ocrflow/done"
+RESULTS_DIR = "results"
+HF_DATA_FILE = "data-00000-of-00001.arrow"
+_BATCH_ROWS = 256
+_DTYPES = {"double": "float64", "float": "float32", "halffloat": "float16"}
+
+
+@dataclass(frozen=True, slots=True)
+class ExportReport:
+    """What an export wrote."""
+
+    rows: int
+    files: list[str]
+
+
+def export(
+    out_location: str,
+    fmt: ExportFormat,
+    dest: str,
+    *,
+    limits: ShardLimits | None = None,
+) -> ExportReport:
+    """Convert the OUT at ``out_location`` into ``fmt`` at ``dest`` (a folder or URL)."""
+    source = open_store(out_location)
+    if not source.list(DONE_DIR):
+        raise ConfigError(f"{out_location} holds no finished ocrflow documents")
+    rows = iter_rows(source)
+    if fmt == "parquet":
+        return _export_parquet(rows, open_store(dest), limits)
+    if fmt == "hf":
+        return _export_hf(rows, dest)
+    raise ConfigError(f"unknown export format {fmt!r}: use parquet or hf")
+
+
+def done_markers(store: Store) -> dict[str, dict[str, Any]]:
+    """Done markers by document id (small records: one per document, no page text)."""
+    markers = {}
+    for key in store.list(DONE_DIR):
+        blob = store.read_bytes(key)
+        if blob:
+            record = json.loads(blob)
+            markers[record["doc_id"]] = record
+    return markers
+
+
+def iter_rows(store: Store) -> Iterator[dict[str, Any]]:
+    """Parquet rows (``DOCUMENT_SCHEMA``) of every finished document with a JSONL record."""
+    markers = done_markers(store)
+    for key in store.list(RESULTS_DIR):
+        if not key.endswith(".jsonl"):
+            continue
+        blob = store.read_bytes(key) or b""
+        for line in blob.decode().splitlines():
+            record = json.loads(line) if line.strip() else None
+            if record and record.get("id") in markers:
+                yield row_from_record(record, markers[record["id"]])
+
+
+def row_from_record(record: dict[str, Any], done: dict[str, Any]) -> dict[str, Any]:
+    """The row ``ParquetSink`` writes for a document, rebuilt from its JSONL and done marker."""
+    text = record["text"]
+    attributes = record.get("attributes", {})
+    routes = {s[2]: v for s, v in _span_values(attributes, "page_routes")}
+    statuses = {s[2]: v for s, v in _span_values(attributes, "page_status")}
+    page_attrs = {p["page"]: p.get("attributes", {}) for p in done.get("pages", [])}
+    pages, figures = [], []
+    for start, end, number in attributes.get("pdf_page_numbers", []):
+        page_text = text[start:end]
+        extra = page_attrs.get(number, {})
+        route, status = routes.get(number, ""), statuses.get(number, "")
+        pages.append(page_row(number, page_text, route, status, extra))
+        figures.extend(page_figures(number, page_text, extra))
+    metadata = record.get("metadata", {})
+    source = metadata.get("Source-File") or done.get("source", "")
+    status = metadata.get("status") or done.get("status", "")
+    return record_row(record, pages, figures, source=source, status=status)
+
+
+def _span_values(attributes: dict[str, Any], name: str) -> Iterator[tuple[list[Any], Any]]:
+    """``(page span, value)`` pairs: a page attribute's spans align with the page spans."""
+    spans = attributes.get("pdf_page_numbers", [])
+    values = attributes.get(name, [])
+    for span, value in zip(spans, values, strict=False):
+        yield span, value[2]
+
+
+def _export_parquet(
+    rows: Iterator[dict[str, Any]], dest: Store, limits: ShardLimits | None
+) -> ExportReport:
+    writer = ShardWriter(dest, "part", DOCUMENT_SCHEMA, limits, prefix="")
+    count = 0
+    for row in rows:
+        writer.add(row, row["id"], len(row["text"]) * 2 + 256)
+        count += 1
+    writer.flush()
+    return ExportReport(count, list(writer.written))
+
+
+# -- Hugging Face save_to_disk -----------------------------------------------------------
+def _export_hf(rows: Iterator[dict[str, Any]], dest: str) -> ExportReport:
+    fs, root = fsspec.core.url_to_fs(dest)
+    fs.makedirs(root, exist_ok=True)
+    digest = hashlib.sha256()
+    count = 0
+    with (
+        fs.open(posixpath.join(root, HF_DATA_FILE), "wb") as handle,
+        pa.ipc.new_stream(handle, DOCUMENT_SCHEMA) as stream,
+    ):
+        for batch in _batched(rows, _BATCH_ROWS):
+            stream.write_batch(pa.RecordBatch.from_pylist(batch, schema=DOCUMENT_SCHEMA))
+            digest.update("\n".join(r["id"] for r in batch).encode())
+            count += len(batch)
+    info = {
+        "citation": "",
+        "description": "ocrflow documents",
+        "features": schema_features(DOCUMENT_SCHEMA),
+        "homepage": "",
+        "license": "",
+    }
+    state = {
+        "_data_files": [{"filename": HF_DATA_FILE}],
+        "_fingerprint": digest.hexdigest()[:16],
+        "_format_columns": None,
+        "_format_kwargs": {},
+        "_format_type": None,
+        "_output_all_columns": False,
+        "_split": None,
+    }
+    for name, value in (("dataset_info.json", info), ("state.json", state)):
+        with fs.open(posixpath.join(root, name), "w") as handle:
+            json.dump(value, handle, indent=2, sort_keys=True)
+    names = [HF_DATA_FILE, "dataset_info.json", "state.json"]
+    return ExportReport(count, [posixpath.join(root, n) for n in names])
+
+
+def _batched(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def schema_features(schema: pa.Schema) -> dict[str, Any]:
+    """The ``datasets`` features of an Arrow schema, as ``dataset_info.json`` holds them.
+
+    Lists use the ``[feature]`` form, which every ``datasets`` release reads.
+    """
+    return {f.name: arrow_feature(f.type) for f in schema}
+
+
+def arrow_feature(kind: pa.DataType) -> Any:
+    """One Arrow type as a ``datasets`` feature (``Value``, a list, or a dict of fields)."""
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return [arrow_feature(kind.value_type)]
+    if pa.types.is_struct(kind):
+        return {
+            kind.field(i).name: arrow_feature(kind.field(i).type) for i in range(kind.num_fields)
+        }
+    name = str(kind)
+    return {"dtype": _DTYPES.get(name, name), "_type": "Value"}

@@ -1,0 +1,380 @@
+"""Parquet output: one row a document, in shards of bounded size per worker.
+
+Shards are ``parquet/<worker>-<n>.parquet`` (``n`` zero-padded, continuing after the worker's
+shards of earlier runs); each is written whole through ``Store.write_bytes``, so it is atomic
+(temp file + rename locally, one PUT on an object store). The row holds the same ``id`` and
+``text`` as the document's Dolma JSONL record (both come from ``sinks.dolma_record``).
+
+Exactly once after a kill — the design:
+
+1. **Commit with the shard.** The sink buffers rows and calls ``on_commit(doc_ids)`` only
+   after the shard holding them is written. The pipeline writes a document's done marker from
+   that callback, not right after ``write()``: a done marker therefore never exists for a row
+   that is not on disk. A kill loses at most the buffered rows, whose documents have no done
+   marker and are redone by the resume. Documents the sink holds no row for (failed, no
+   pages) are committed at once.
+2. **Rows carry ids; finalize makes the set exact.** A kill between a shard's write and its
+   done markers leaves rows of documents without a marker; the resume writes them again, in
+   a newer shard. ``finalize_shards(store, done_ids)`` (called once at the end of a run, when
+   no worker writes) keeps one row per id — the newest ``added``, ties to the later shard
+   name — and drops rows whose id has no done marker. It rewrites only the shards that lose
+   rows, each atomically, and deletes shards left empty. It only ever removes losing rows,
+   so a finalize killed halfway leaves every winner in place and running it again converges.
+   ``retry`` (done marker cleared, document redone) is the same case: the newer row wins.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ocrflow.sinks import DocumentMeta, dolma_record
+from ocrflow.storage import Store
+from ocrflow.types import DocStatus, DocumentResult, PageResult
+
+PARQUET_DIR = "parquet"
+PAGE_TYPE = pa.struct(
+    [
+        ("page", pa.int32()),
+        ("text", pa.string()),
+        ("route", pa.string()),
+        ("status", pa.string()),
+        ("attributes", pa.string()),  # JSON: page attributes differ by engine
+    ]
+)
+FIGURE_TYPE = pa.struct(
+    [
+        ("page", pa.int32()),
+        ("path", pa.string()),
+        ("box", pa.list_(pa.float64())),  # (x0, y0, x1, y1) in 0..1 of the page; [] if unknown
+        ("label", pa.string()),
+    ]
+)
+DOCUMENT_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("source", pa.string()),
+        ("text", pa.string()),
+        ("status", pa.string()),
+        ("pages", pa.list_(PAGE_TYPE)),
+        ("figures", pa.list_(FIGURE_TYPE)),
+        ("metadata", pa.string()),  # JSON, the Dolma record's metadata
+        ("attributes", pa.string()),  # JSON, the Dolma record's attributes (page spans)
+        ("added", pa.string()),
+        ("created", pa.string()),
+    ]
+)
+_FIGURE_LINK = re.compile(r"!\[([^\]]*)\]\((figures/[^)\s]+)\)")
+_SHARD_NAME = re.compile(r"^(?P<worker>.+)-(?P<n>\d+)\.parquet$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+Commit = Callable[[list[str]], None]
+
+
+# -- rows --------------------------------------------------------------------------------
+def page_row(
+    page: int, text: str, route: str, status: str, attributes: dict[str, Any]
+) -> dict[str, Any]:
+    """One ``pages`` entry; ``text`` as the JSONL record holds it (stripped)."""
+    return {
+        "page": page,
+        "text": text,
+        "route": route,
+        "status": status,
+        "attributes": json.dumps(attributes, ensure_ascii=False, sort_keys=True, default=str),
+    }
+
+
+def page_figures(page: int, text: str, attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    """A page's figures: typed entries in ``attributes["figures"]`` (path, box, label) when a
+    reader recorded them, else the figure links in its Markdown (box unknown: ``[]``)."""
+    recorded = attributes.get("figures")
+    if isinstance(recorded, list) and all(isinstance(f, dict) for f in recorded):
+        return [
+            {
+                "page": page,
+                "path": str(f.get("path", "")),
+                "box": [float(v) for v in f.get("box") or ()],
+                "label": str(f.get("label", "image")),
+            }
+            for f in recorded
+        ]
+    return [
+        {"page": page, "path": m.group(2), "box": [], "label": m.group(1) or "image"}
+        for m in _FIGURE_LINK.finditer(text)
+    ]
+
+
+def document_row(result: DocumentResult, meta: DocumentMeta) -> dict[str, Any]:
+    """The Parquet row of a document, built from the same Dolma record as its JSONL line."""
+    record = dolma_record(result, meta)
+    pages: list[dict[str, Any]] = []
+    figures: list[dict[str, Any]] = []
+    for page in sorted(result.pages, key=lambda p: p.page):
+        pages.append(_page_entry(page))
+        figures.extend(page_figures(page.page, page.text, page.attributes))
+    return record_row(record, pages, figures, source=result.source, status=str(result.status))
+
+
+def record_row(
+    record: dict[str, Any],
+    pages: list[dict[str, Any]],
+    figures: list[dict[str, Any]],
+    *,
+    source: str,
+    status: str,
+) -> dict[str, Any]:
+    """A row from a Dolma record plus its pages and figures (the sink and export share it)."""
+    return {
+        "id": record["id"],
+        "source": source,
+        "text": record["text"],
+        "status": status,
+        "pages": pages,
+        "figures": figures,
+        "metadata": json.dumps(record.get("metadata", {}), ensure_ascii=False, sort_keys=True),
+        "attributes": json.dumps(record.get("attributes", {}), ensure_ascii=False),
+        "added": record.get("added"),
+        "created": record.get("created"),
+    }
+
+
+def _page_entry(page: PageResult) -> dict[str, Any]:
+    return page_row(
+        page.page, page.text.strip(), str(page.route), str(page.status), page.attributes
+    )
+
+
+# -- shards ------------------------------------------------------------------------------
+def shard_key(worker: str, number: int, prefix: str = PARQUET_DIR) -> str:
+    """``parquet/<worker>-<n>.parquet``, ``n`` zero-padded to five digits."""
+    return f"{prefix}/{worker}-{number:05d}.parquet" if prefix else f"{worker}-{number:05d}.parquet"
+
+
+def safe_worker_name(worker: str) -> str:
+    """A worker name usable in a file name (no slashes, no spaces)."""
+    return _UNSAFE.sub("_", worker).strip("._") or "worker"
+
+
+def worker_shards(store: Store, worker: str, prefix: str = PARQUET_DIR) -> dict[str, int]:
+    """This worker's shards and their numbers."""
+    return {
+        key: int(match["n"])
+        for key in shard_keys(store, prefix)
+        if (match := _SHARD_NAME.match(key.rsplit("/", 1)[-1])) and match["worker"] == worker
+    }
+
+
+def next_shard_number(store: Store, worker: str, prefix: str = PARQUET_DIR) -> int:
+    """One past the highest shard number this worker has written (0 when none)."""
+    return max(worker_shards(store, worker, prefix).values(), default=-1) + 1
+
+
+def shard_keys(store: Store, prefix: str = PARQUET_DIR) -> list[str]:
+    """Every shard under ``parquet/`` (or ``prefix``), sorted by name."""
+    keys = store.list(prefix) if prefix else store.list("")
+    return [k for k in keys if k.endswith(".parquet") and (prefix or "/" not in k)]
+
+
+def table_bytes(table: pa.Table) -> bytes:
+    """A whole Parquet file in memory (zstd), to be written in one atomic call."""
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+@dataclass(frozen=True, slots=True)
+class ShardLimits:
+    """When a buffer becomes a shard: whichever limit is reached first."""
+
+    max_rows: int = 1000
+    max_bytes: int = 64 << 20
+    #: Seconds a row may wait in the buffer (its done marker waits with it).
+    max_age_s: float = 300.0
+
+
+class ShardWriter:
+    """Buffers rows of one schema and writes them as numbered shards of one worker."""
+
+    def __init__(
+        self,
+        store: Store,
+        worker: str,
+        schema: pa.Schema,
+        limits: ShardLimits | None = None,
+        *,
+        prefix: str = PARQUET_DIR,
+        first_number: int | None = None,
+    ) -> None:
+        self.store = store
+        self.prefix = prefix
+        self.worker = safe_worker_name(worker)
+        self.schema = schema
+        self.limits = limits or ShardLimits()
+        self._rows: list[dict[str, Any]] = []
+        self._ids: list[str] = []
+        self._bytes = 0
+        self._since = 0.0
+        # ``None``: continue after the worker's existing shards (asked at the first flush).
+        self._next: int | None = first_number
+        self.written: list[str] = []
+
+    def add(self, row: dict[str, Any], commit_id: str, size: int) -> list[str]:
+        """Buffer a row; returns the ids committed by a flush this caused (else ``[]``)."""
+        if not self._rows:
+            self._since = time.monotonic()
+        self._rows.append(row)
+        self._ids.append(commit_id)
+        self._bytes += size
+        return self.flush() if self._full() else []
+
+    def _full(self) -> bool:
+        limits = self.limits
+        return (
+            len(self._rows) >= limits.max_rows
+            or self._bytes >= limits.max_bytes
+            or time.monotonic() - self._since >= limits.max_age_s
+        )
+
+    def flush(self) -> list[str]:
+        """Write the buffer as the next shard; returns the ids it holds."""
+        if not self._rows:
+            return []
+        if self._next is None:  # asked lazily: the sink may be made before OUT exists
+            self._next = next_shard_number(self.store, self.worker, self.prefix)
+        table = pa.Table.from_pylist(self._rows, schema=self.schema)
+        key = shard_key(self.worker, self._next, self.prefix)
+        self.store.write_bytes(key, table_bytes(table))
+        self._next += 1
+        self.written.append(key)
+        ids, self._rows, self._ids, self._bytes = self._ids, [], [], 0
+        return ids
+
+
+class ParquetSink:
+    """Writes each finished document as a Parquet row; see the module docstring for the
+    commit protocol (``on_commit`` receives the ids whose rows are on disk)."""
+
+    def __init__(
+        self,
+        store: Store,
+        worker: str,
+        *,
+        limits: ShardLimits | None = None,
+        on_commit: Commit | None = None,
+    ) -> None:
+        self.shards = ShardWriter(store, worker, DOCUMENT_SCHEMA, limits)
+        self.on_commit = on_commit
+
+    def write(self, result: DocumentResult, meta: DocumentMeta) -> None:
+        """Buffer the document's row (ok or partial with pages); a full buffer is written."""
+        if result.status is DocStatus.FAILED or not result.pages:
+            self._commit([result.doc_id])  # no row: nothing to wait for
+            return
+        row = document_row(result, meta)
+        size = len(row["text"]) * 2 + sum(len(p["attributes"]) for p in row["pages"]) + 256
+        self._commit(self.shards.add(row, result.doc_id, size))
+
+    def flush(self) -> None:
+        """Write buffered rows now (e.g. before a worker gives up its lease)."""
+        self._commit(self.shards.flush())
+
+    def close(self) -> None:
+        """Write the last, partly filled shard."""
+        self.flush()
+
+    def _commit(self, ids: list[str]) -> None:
+        if ids and self.on_commit is not None:
+            self.on_commit(ids)
+
+
+# -- reading and finalizing --------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class FinalizeReport:
+    """What ``finalize_shards`` changed."""
+
+    shards: int
+    rewritten: list[str]
+    deleted: list[str]
+    rows_dropped: int
+    rows_kept: int
+
+
+def _read_shard(store: Store, key: str, columns: list[str] | None = None) -> pa.Table:
+    blob = store.read_bytes(key)
+    if blob is None:
+        return DOCUMENT_SCHEMA.empty_table()
+    return pq.read_table(io.BytesIO(blob), columns=columns)
+
+
+def _winners(store: Store, keys: list[str]) -> dict[str, tuple[str, int, int]]:
+    """For each id, where its newest row lives: ``(added, shard position, row)`` ordering."""
+    best: dict[str, tuple[str, int, int]] = {}
+    for position, key in enumerate(keys):
+        table = _read_shard(store, key, ["id", "added"])
+        for row, (doc_id, added) in enumerate(
+            zip(table["id"].to_pylist(), table["added"].to_pylist(), strict=True)
+        ):
+            rank = (added or "", position, row)
+            if doc_id not in best or rank > best[doc_id]:
+                best[doc_id] = rank
+    return best
+
+
+def _keep_mask(
+    table: pa.Table, position: int, best: dict[str, tuple[str, int, int]], done: set[str] | None
+) -> list[bool]:
+    """Which rows of the shard at ``position`` survive: the id's winner, and done."""
+    return [
+        best[doc_id][1:] == (position, row) and (done is None or doc_id in done)
+        for row, doc_id in enumerate(table["id"].to_pylist())
+    ]
+
+
+def finalize_shards(store: Store, done_ids: Iterable[str] | None = None) -> FinalizeReport:
+    """Make the shards hold each id once (the newest row), and only ids in ``done_ids``.
+
+    Call when no worker is writing (the end of a run). Reads one shard at a time.
+    """
+    keys = shard_keys(store)
+    done = set(done_ids) if done_ids is not None else None
+    best = _winners(store, keys)
+    rewritten, deleted, dropped, kept = [], [], 0, 0
+    for position, key in enumerate(keys):
+        table = _read_shard(store, key)
+        mask = _keep_mask(table, position, best, done)
+        kept += sum(mask)
+        if all(mask):
+            continue
+        dropped += len(mask) - sum(mask)
+        if any(mask):
+            store.write_bytes(key, table_bytes(table.filter(pa.array(mask))))
+            rewritten.append(key)
+        else:
+            store.delete(key)
+            deleted.append(key)
+    return FinalizeReport(len(keys), rewritten, deleted, dropped, kept)
+
+
+def read_documents(store: Store, done_ids: Iterable[str] | None = None) -> pa.Table:
+    """Every document row, one per id (newest wins), optionally only ids in ``done_ids``.
+
+    Loads all shards into one table: for tests and small OUTs; big ones call
+    ``finalize_shards`` and read the files with any Parquet reader.
+    """
+    keys = shard_keys(store)
+    best = _winners(store, keys)
+    done = set(done_ids) if done_ids is not None else None
+    parts = []
+    for position, key in enumerate(keys):
+        table = _read_shard(store, key)
+        mask = _keep_mask(table, position, best, done)
+        parts.append(table.filter(pa.array(mask, type=pa.bool_())))
+    return pa.concat_tables(parts) if parts else DOCUMENT_SCHEMA.empty_table()
