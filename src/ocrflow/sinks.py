@@ -5,17 +5,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from ocrflow.names import safe_relpath
 from ocrflow.storage import Store
 from ocrflow.types import DocStatus, DocumentResult, PageResult
 
 FIGURE_LINK = re.compile(r"\]\((figures/[^)]+)\)")
-_UNSAFE_CHARS = re.compile(r'[\x00-\x1f\x7f<>:"|?*\\]')
-_MAX_COMPONENT = 180
 PAGE_JOINER = "\n\n"
 
 
@@ -28,18 +26,6 @@ class DocumentMeta:
     created: float | None
     engine: str
     fingerprint: str
-
-
-def safe_relpath(rel: str) -> str:
-    """``rel`` made safe to join under OUT: no ``..``, no absolute parts, no control chars."""
-    parts = []
-    for part in re.split(r"[/\\]+", unicodedata.normalize("NFC", rel)):
-        part = _UNSAFE_CHARS.sub("_", part).strip()
-        if part in {"", ".", ".."}:
-            continue
-        parts.append(part.lstrip(".") or "_")
-    cleaned = [p[:_MAX_COMPONENT] for p in parts]
-    return "/".join(cleaned) or "document"
 
 
 def markdown_key(rel: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
-from ocrflow.errors import WorkspaceError
+from ocrflow.errors import OutputError, WorkspaceError
 
 
 class Store(Protocol):
@@ -44,15 +44,20 @@ class Store(Protocol):
 
 
 class LocalStore:
-    """A store in a local directory."""
+    """A store in a local directory.
+
+    Every OS error on OUT (disk full, read-only file system, no permission, a name too long)
+    is raised as ``OutputError`` naming the path: the run cannot go on usefully, and the CLI
+    reports it in one line. A failed write leaves no temp file and no partial object behind.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = str(Path(root).resolve())
         # Temp files live apart from the outputs, so a write killed halfway never leaves a
-        # partial file where a reader globbing results/*.jsonl would find it.
+        # partial file where a reader globbing results/*.jsonl would find it. The folder is
+        # made on the first write: reading a run (``ocrflow status``) works on a read-only OUT.
         self._tmp = Path(self.root, TMP_DIR)
-        self._tmp.mkdir(parents=True, exist_ok=True)
-        _sweep_stale(self._tmp)
+        self._tmp_ready = False
 
     def _path(self, key: str) -> Path:
         path = Path(self.root, key).resolve()
@@ -60,46 +65,66 @@ class LocalStore:
             raise WorkspaceError(f"refusing to write outside the output directory: {key!r}")
         return path
 
-    def read_bytes(self, key: str) -> bytes | None:
-        """The object's bytes, or ``None`` when it does not exist."""
-        try:
-            return self._path(key).read_bytes()
-        except FileNotFoundError:
-            return None
+    def _tmp_dir(self) -> Path:
+        if not self._tmp_ready:
+            self._tmp.mkdir(parents=True, exist_ok=True)
+            _sweep_stale(self._tmp)
+            self._tmp_ready = True
+        return self._tmp
 
-    def write_bytes(self, key: str, data: bytes) -> None:
-        """Write ``data`` atomically (temp file in the same directory, fsync, rename)."""
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self._tmp, prefix="w-", suffix=path.suffix)
+    def _temp_file(self, data: bytes, suffix: str = "") -> str:
+        """A temp file holding ``data``, flushed to disk; removed again if writing fails
+        (a disk-full write must not leave the rest of a full disk's space taken)."""
+        fd, tmp = tempfile.mkstemp(dir=self._tmp_dir(), prefix="w-", suffix=suffix)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(tmp, path)
         except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            _remove(tmp)
             raise
+        return tmp
+
+    def read_bytes(self, key: str) -> bytes | None:
+        """The object's bytes, or ``None`` when it does not exist."""
+        path = self._path(key)
+        with output_errors(path, "read"):
+            try:
+                return path.read_bytes()
+            except FileNotFoundError:
+                return None
+
+    def write_bytes(self, key: str, data: bytes) -> None:
+        """Write ``data`` atomically (temp file, fsync, rename over the old object)."""
+        path = self._path(key)
+        with output_errors(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._temp_file(data, suffix=path.suffix[:16])
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                _remove(tmp)
+                raise
 
     def create_exclusive(self, key: str, data: bytes) -> bool:
         """Create the object only if it does not exist; ``False`` if it already did."""
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self._tmp, prefix="x-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        try:
-            os.link(tmp, path)  # atomic and fails if the name exists
-            return True
-        except FileExistsError:
-            return False
-        finally:
-            os.unlink(tmp)
+        with output_errors(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._temp_file(data)
+            try:
+                os.link(tmp, path)  # atomic and fails if the name exists
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                _remove(tmp)
 
     def exists(self, key: str) -> bool:
-        return self._path(key).exists()
+        path = self._path(key)
+        with output_errors(path, "read"):
+            return path.exists()
 
     def read_with_version(self, key: str) -> tuple[bytes | None, str | None]:
         """The bytes and a version token (their SHA-256) for ``write_if_match``."""
@@ -115,7 +140,8 @@ class LocalStore:
         if etag is None:
             return self.create_exclusive(key, data)
         path = self._path(key)
-        with _locked(path.with_name(path.name + ".lock")):
+        lock = path.with_name(path.name + ".lock")
+        with output_errors(lock), _locked(lock):
             current = self.read_bytes(key)
             if current is None or _version(current) != etag:
                 return False
@@ -125,20 +151,31 @@ class LocalStore:
     def list(self, prefix: str) -> list[str]:
         """Keys directly or indirectly under ``prefix``, relative to the root, sorted."""
         base = self._path(prefix)
-        if not base.is_dir():
-            return []
-        return sorted(
-            str(p.relative_to(self.root)).replace(os.sep, "/")
-            for p in base.rglob("*")
-            if p.is_file() and p.suffix != ".lock"
-        )
+        with output_errors(base, "read"):
+            if not base.is_dir():
+                return []
+            return sorted(
+                str(p.relative_to(self.root)).replace(os.sep, "/")
+                for p in base.rglob("*")
+                if p.is_file() and p.suffix != ".lock"
+            )
 
     def delete(self, key: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self._path(key).unlink()
+        path = self._path(key)
+        with output_errors(path, "delete"):
+            _remove(path)
 
     def url(self, key: str) -> str:
         return str(self._path(key))
+
+
+@contextlib.contextmanager
+def output_errors(path: Path | str, action: str = "write") -> Iterator[None]:
+    """Translate an ``OSError`` on OUT into ``OutputError`` naming ``path`` and the cause."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(str(path), exc.strerror or str(exc), action=action) from exc
 
 
 TMP_DIR = ".ocrflow/tmp"
@@ -152,6 +189,11 @@ def _sweep_stale(folder: Path) -> None:
         with contextlib.suppress(OSError):
             if leftover.stat().st_mtime < cutoff:
                 leftover.unlink()
+
+
+def _remove(path: str | Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def _version(data: bytes) -> str:

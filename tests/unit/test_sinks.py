@@ -83,3 +83,15 @@ def test_sink_never_writes_outside_out(tmp_path: Path) -> None:
     assert markdown_key("../../../escape.pdf") == "markdown/escape.pdf.md"
     line = (out / "results" / "id1.jsonl").read_text()
     assert json.loads(line)["text"] == "First page text."
+
+
+def test_sink_writes_a_long_multibyte_name(tmp_path: Path) -> None:
+    # A legal 253-byte source name: the Markdown name adds ".md", past the 255-byte limit
+    # unless names are capped in bytes (they once were cut at 180 characters).
+    rel = "報告" * 41 + "文.pdf"
+    sink = DocumentSink(LocalStore(tmp_path), page_separator=False)
+    result = DocumentResult("id2", "src", DocStatus.OK, PAGES[1:2], 1)
+    sink.write(result, DocumentMeta(rel, "0", None, "e", "fp"))
+    [written] = (tmp_path / "markdown").iterdir()
+    assert len(written.name.encode()) <= 255 and written.name.endswith(".pdf.md")
+    assert written.read_text() == "First page text.\n"

@@ -5,10 +5,11 @@ from pathlib import Path
 import pytest
 
 from ocrflow.config import RouteOptions, RunConfig
-from ocrflow.errors import WorkspaceError
+from ocrflow.errors import OcrflowError, OutputError, WorkspaceError, first_error
 from ocrflow.storage import LocalStore
 from ocrflow.types import DocStatus, DocumentResult, PageResult, PageStatus, Route
 from ocrflow.workspace import Workspace
+from tests.mounts import fill, remount, tmpfs
 
 
 def _config(**kw: object) -> RunConfig:
@@ -62,3 +63,51 @@ def test_store_is_atomic_and_exclusive(tmp_path: Path) -> None:
     assert not [p for p in (tmp_path / ".ocrflow" / "tmp").iterdir()]
     with pytest.raises(WorkspaceError):
         store.write_bytes("../escape", b"x")
+
+
+def test_a_write_to_a_full_disk_raises_output_error_and_leaves_no_trace(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "disk", "256k") as disk:
+        store = LocalStore(disk / "out")
+        store.write_bytes("results/a.jsonl", b"old")
+        fill(disk, 16 * 1024)
+        with pytest.raises(OutputError) as caught:
+            store.write_bytes("results/a.jsonl", b"x" * 64 * 1024)
+        assert str(caught.value) == (
+            f"cannot write {disk}/out/results/a.jsonl: No space left on device"
+        )
+        assert store.read_bytes("results/a.jsonl") == b"old"  # the old object, whole
+        with pytest.raises(OutputError, match="No space left on device"):
+            store.create_exclusive("manifest/b.jsonl", b"y" * 64 * 1024)
+        assert not store.exists("manifest/b.jsonl")
+        assert not list((disk / "out" / ".ocrflow" / "tmp").iterdir())  # temp files removed
+
+
+def test_a_read_only_out_can_be_read_but_not_written(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "disk", "256k") as disk:
+        LocalStore(disk / "out").write_bytes(".ocrflow/done/d.json", b"{}")
+        remount(disk, "ro")
+        store = LocalStore(disk / "out")  # ``ocrflow status`` opens a read-only OUT
+        assert store.list(".ocrflow/done") == [".ocrflow/done/d.json"]
+        assert store.read_bytes(".ocrflow/done/d.json") == b"{}"
+        with pytest.raises(
+            OutputError, match=r"^cannot write .*/out/x\.md: Read-only file system$"
+        ):
+            store.write_bytes("x.md", b"x")
+        with pytest.raises(OutputError, match=r"^cannot delete .*: Read-only file system$"):
+            store.delete(".ocrflow/done/d.json")
+
+
+def test_first_error_looks_into_groups_and_interrupted_errors() -> None:
+    first = OutputError("/out/a.md", "No space left on device")
+    second = OutputError("/out/.ocrflow/runs/r.json", "No space left on device")
+    try:
+        try:
+            raise ExceptionGroup("tasks", [ValueError("other"), first])
+        finally:
+            raise second  # a cleanup write that failed too
+    except OutputError as raised:
+        assert raised is second
+        assert first_error(raised, OutputError) is first
+    bugs = ExceptionGroup("tasks", [ValueError("bug"), OcrflowError("ours")])
+    assert first_error(bugs, OutputError) is None
+    assert str(first_error(bugs, OcrflowError)) == "ours"

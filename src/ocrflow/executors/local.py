@@ -2,43 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from ocrflow.config import RunConfig
 from ocrflow.executors.worker import WorkerOptions, work
+from ocrflow.names import unique_names
 from ocrflow.pipeline import Progress
 from ocrflow.runstats import RunStats
-from ocrflow.sinks import safe_relpath
 from ocrflow.sources import Source, expand_inputs
 from ocrflow.storage import open_store
 from ocrflow.workitems import Manifest, document_items
 from ocrflow.workspace import Workspace
 
 
-def plan_jobs(sources: list[Source]) -> Iterator[tuple[Source, str]]:
-    """Pair each source with a unique, safe relative name (inputs may share names)."""
-    seen: set[str] = set()
-    for source in sources:
-        rel = safe_relpath(source.rel)
-        candidate, n = rel, 1
-        while candidate.lower() in seen:
-            n += 1
-            candidate = f"{rel}~{n}"
-        seen.add(candidate.lower())
-        yield source, candidate
+def plan_jobs(
+    sources: list[Source], known: Mapping[str, str] | None = None
+) -> Iterator[tuple[Source, str]]:
+    """Pair each source with a unique, safe relative name (inputs may share names, or differ
+    only in case or Unicode normalisation); ``known``: names earlier runs gave, by URI."""
+    return unique_names(sources, known)
 
 
 def plan_run(config: RunConfig, sources: list[Source] | None = None) -> tuple[Workspace, int]:
     """Bind the workspace to ``config`` and add the inputs' items to its manifest.
 
-    Returns the workspace and the number of document items the inputs name.
+    Returns the workspace and the number of document items the inputs name. Sources an
+    earlier run planned keep their names, and new names avoid theirs.
     """
     workspace = Workspace(open_store(config.output))
     fingerprint = workspace.bind(config)
     if sources is None:
         sources = expand_inputs(config.inputs, exclude=[config.output])
-    items = document_items(plan_jobs(sources), fingerprint)
-    Manifest(workspace.store).extend(items)
+    manifest = Manifest(workspace.store)
+    known = {item.uri: item.rel for item in manifest.items()}
+    items = document_items(plan_jobs(sources, known), fingerprint)
+    manifest.extend(items)
     return workspace, len(items)
 
 
