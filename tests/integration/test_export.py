@@ -88,8 +88,10 @@ def test_export_a_real_run_of_the_examples(tmp_path: Path) -> None:
     out = tmp_path / "out"
     run = ocrflow("run", str(ROOT / "examples"), "-o", str(out), "-q")
     assert run.returncode == 0, run.stderr
-    export(str(out), "parquet", str(tmp_path / "pq"))
-    export(str(out), "hf", str(tmp_path / "hf"))
+    for fmt, dest in (("parquet", "pq"), ("hf", "hf")):
+        done = ocrflow("export", str(out), str(tmp_path / dest), "--format", fmt)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("exported 6 documents")
     texts = {r["id"]: r["text"] for r in results(out)}
     parquet = datasets.load_dataset(
         "parquet",
