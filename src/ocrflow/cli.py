@@ -27,7 +27,7 @@ from ocrflow.config import (
     RunConfig,
     ScaleOptions,
 )
-from ocrflow.errors import ConfigError, OcrflowError
+from ocrflow.errors import ConfigError, OcrflowError, OutputError, first_error
 from ocrflow.executors.local import run_local
 from ocrflow.executors.worker import WorkerOptions, work
 from ocrflow.progress import BarProgress, LogProgress
@@ -44,6 +44,7 @@ app = typer.Typer(
     help="ocrflow: PDFs, scans and photos to Markdown and JSONL, with VLMs or a CPU engine.",
 )
 USAGE_ERROR = 2
+OUTPUT_ERROR = 3
 VLM = "VLM engines (--engine openai / vllm)"
 SCALE = "Scale-out (many workers, Ray)"
 
@@ -54,6 +55,21 @@ def _fail(message: str) -> typer.Exit:
         f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True
     )
     return typer.Exit(USAGE_ERROR)
+
+
+def _output_failure(exc: Exception) -> typer.Exit:
+    """Exit 3 with one line naming the OUT path that could not be written (disk full,
+    read-only, no permission): no traceback, finished documents stay, the next run resumes.
+    ``exc`` may be a task group's errors: one of ours without an output error exits 2."""
+    error = first_error(exc, OutputError)
+    if error is None:
+        ours = first_error(exc, OcrflowError)
+        if ours is None:
+            raise exc  # a bug: keep its traceback
+        return _fail(str(ours))
+    # Plain echo, not rich: rich would wrap a long path onto several lines.
+    typer.echo(f"error: {error}", err=True)
+    return typer.Exit(OUTPUT_ERROR)
 
 
 def _read_passwords(path: Path | None) -> list[str]:
@@ -164,6 +180,13 @@ def run(
     ready_timeout: Annotated[
         float, typer.Option(help="Seconds to wait for servers.", rich_help_panel=VLM)
     ] = 900.0,
+    unreachable_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Stop when no --server can be connected to for this long (s).",
+            rich_help_panel=VLM,
+        ),
+    ] = 60.0,
     executor: Annotated[
         str,
         typer.Option(help="local (this machine) or ray (a Ray cluster).", rich_help_panel=SCALE),
@@ -228,6 +251,7 @@ def run(
                 server_flags=tuple(f for arg in vllm_arg or () for f in shlex.split(arg)),
                 vllm_command=tuple(shlex.split(vllm_command)),
                 ready_timeout_s=ready_timeout,
+                unreachable_timeout_s=unreachable_timeout,
             ),
             out=OutputOptions(page_separator=page_separator),
             scale=ScaleOptions(split_pages=split_pages, lease_ttl_s=lease_ttl),
@@ -238,6 +262,8 @@ def run(
         stats = _run_with_display(plan, quiet=quiet or as_json)
     except ValidationError as exc:
         raise _fail(_validation_message(exc)) from None
+    except (OutputError, ExceptionGroup) as exc:
+        raise _output_failure(exc) from None
     except OcrflowError as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:
@@ -439,6 +465,8 @@ def retry(
         sources = expand_inputs(config.inputs, exclude=[config.output])
         plan = Plan(config, sources, _worker_options(config.scale))
         stats = _run_with_display(plan, quiet=quiet)
+    except (OutputError, ExceptionGroup) as exc:
+        raise _output_failure(exc) from None
     except OcrflowError as exc:
         raise _fail(str(exc)) from None
     if not quiet:
@@ -479,6 +507,8 @@ def worker(
         )
         options = _worker_options(config.scale, shard_index, num_shards)
         stats = _run_with_display(Plan(config, None, options), quiet=quiet or as_json)
+    except (OutputError, ExceptionGroup) as exc:
+        raise _output_failure(exc) from None
     except OcrflowError as exc:
         raise _fail(str(exc)) from None
     if as_json:
@@ -537,6 +567,31 @@ async def _serve_forever(servers: Any) -> Any:
 
 
 @app.command()
+def export(
+    output: Annotated[str, typer.Argument(help="The output directory or URL of a run.")],
+    dest: Annotated[str, typer.Argument(help="Folder or URL to write the dataset to.")],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", help="parquet: Parquet shards; hf: a folder datasets.load_from_disk opens."
+        ),
+    ] = "parquet",
+) -> None:
+    """Convert the finished documents of OUT into Parquet shards or a Hugging Face dataset."""
+    from ocrflow.export import export as export_out
+
+    if fmt not in {"parquet", "hf"}:
+        raise _fail(f"unknown export format {fmt!r}: use parquet or hf")
+    try:
+        report = export_out(output, fmt, dest)  # type: ignore[arg-type]
+    except OutputError as exc:
+        raise _output_failure(exc) from None
+    except OcrflowError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"exported {report.rows} documents to {dest} ({len(report.files)} files)")
+
+
+@app.command()
 def status(
     output: Annotated[str, typer.Argument(help="An output directory or URL of a run.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -550,6 +605,8 @@ def status(
         if not workspace.recorded_config():
             raise _fail(f"{output} holds no ocrflow run")
         report = collect_status(workspace, gpu_hour_cost=gpu_hour_cost)
+    except OutputError as exc:
+        raise _output_failure(exc) from None
     except OcrflowError as exc:
         raise _fail(str(exc)) from None
     if as_json:

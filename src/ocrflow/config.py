@@ -70,6 +70,9 @@ class EngineOptions(_Options):
     server_flags: tuple[str, ...] = ()
     vllm_command: tuple[str, ...] = ("vllm", "serve")
     ready_timeout_s: float = Field(900.0, gt=0)
+    #: ``--engine openai``: stop when no server can be connected to for this long
+    #: (refused, DNS, TLS); a server that answers but is loading gets ``ready_timeout_s``.
+    unreachable_timeout_s: float = Field(60.0, gt=0)
 
 
 class OutputOptions(_Options):

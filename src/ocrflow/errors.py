@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+ErrorT = TypeVar("ErrorT", bound=BaseException)
+
 
 class OcrflowError(Exception):
     """Base of every error ocrflow raises on purpose."""
@@ -51,6 +55,23 @@ class EngineRejected(EngineError):
         self.status = status
 
 
+class EngineSetupError(EngineError):
+    """The engine cannot serve this run as configured: retrying pages would not help, so
+    the run stops at start-up (``ocrflow`` exits 2) with a message that says what to fix."""
+
+
+class EngineUnreachable(EngineSetupError):
+    """No server could be connected to (refused, DNS, TLS, connect timeout) for a while."""
+
+
+class EngineAuthError(EngineSetupError):
+    """A server refused the API key (HTTP 401/403). The message never contains the key."""
+
+
+class ModelNotServed(EngineSetupError):
+    """A server answers but does not list the model asked for; the message names its models."""
+
+
 class ParseError(OcrflowError):
     """The model's output could not be used. A new attempt may succeed."""
 
@@ -61,3 +82,37 @@ class WorkspaceError(OcrflowError):
     """The workspace is unusable or belongs to a different configuration."""
 
     reason = "workspace"
+
+
+class OutputError(WorkspaceError):
+    """OUT could not be written (or read): disk full, read-only, no permission, name too long.
+
+    Not a document's failure: the run stops (``ocrflow`` exits 3), finished documents stay
+    intact, and the next run resumes once the cause is fixed.
+    """
+
+    reason = "output"
+
+    def __init__(self, path: str, strerror: str, *, action: str = "write") -> None:
+        super().__init__(f"cannot {action} {path}: {strerror}")
+        self.path = path
+        self.strerror = strerror
+
+
+def first_error(exc: BaseException | None, kind: type[ErrorT]) -> ErrorT | None:
+    """The first ``kind`` error behind ``exc``: ``exc`` itself, a member of an exception group
+    (a task group re-raises its tasks' errors together), or one that a cleanup step
+    interrupted (a second failed write while stopping replaces the first)."""
+    if exc is None:
+        return None
+    earlier = first_error(exc.__context__, kind)
+    if earlier is not None:
+        return earlier
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = first_error(inner, kind)
+            if found is not None:
+                return found
+    return None

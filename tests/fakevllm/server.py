@@ -24,20 +24,33 @@ step emits one token per running sequence and lasts ``base + per_seq * running``
 step but yields fewer pages/s, as on a GPU.
 
 Prompt-token estimate (for usage and the context check): ``ceil(text_chars / 4)`` plus
-``ceil(len(base64 payload) / 750)`` per image. If ``prompt + max_tokens > max_model_len``
-the answer is vLLM's HTTP 400 "This model's maximum context length is N tokens. However,
-you requested M tokens (P in the messages, C in the completion). ...".
+``ceil(len(base64 payload) / 750)`` per image; the text alone counts one token per image
+placeholder instead. The context check is vLLM 0.32's (``--context-check clamp``, the
+default; checked against the real CPU build in ``tests/integration/test_vllm_context.py``),
+each a 400 with vLLM's wording and ``param``, in this order:
+``max_tokens > max_model_len`` "max_tokens=M cannot be greater than max_model_len=N. ...";
+text alone over N "This model's maximum context length is N tokens. However, your prompt
+contains at least N+1 input tokens, ..."; text and images over N "Input length (P) exceeds
+model's maximum context length (N)."; a prompt of exactly N "max_tokens must be at least 1,
+got 0. ...". Otherwise ``max_tokens`` (or, without one, the page) is clamped to the room
+the prompt leaves, ``N - P``: the answer then ends with finish_reason ``length``.
+``--context-check strict`` is the behaviour of older vLLM and other servers: 400 "This
+model's maximum context length is N tokens. However, you requested M tokens (P in the
+messages, C in the completion). ..." whenever ``P + max_tokens > N``.
+
+``--api-key KEY``: like ``vllm serve --api-key``, every ``/v1`` route answers 401
+``{"error": "Unauthorized"}`` unless the request carries ``Authorization: Bearer KEY``.
 
 Faults (probabilities per completion request, drawn from ``--seed``; the first that hits
 wins, in this order): ``drop`` close the connection without answering; ``hang`` answer
 nothing until the client leaves (capped by ``--hang-s``); ``fail-500``/``fail-503``/
-``fail-429`` (429 carries ``Retry-After``); ``context-overflow`` 400 as above;
-``truncate`` send headers with the full Content-Length, half the body, then close;
-``length`` finish_reason ``length`` with a repetition loop cut mid-word (usage reports
-``max_tokens``, or tokens-per-page without it; it costs tokens-per-page engine steps);
-``garbage`` finish_reason ``stop`` with unparsable content. ``slow`` is drawn independently
-and adds ``--slow-s`` seconds before the answer. Injected faults other than
-``truncate``/``length``/``garbage`` do not use the engine.
+``fail-429`` (429 carries ``Retry-After``); ``context-overflow`` 400 (vLLM's wording for a
+text too long, above); ``truncate`` send headers with the full Content-Length, half the
+body, then close; ``length`` finish_reason ``length`` with a repetition loop cut mid-word
+(usage reports ``max_tokens``, or tokens-per-page without it; it costs tokens-per-page
+engine steps); ``garbage`` finish_reason ``stop`` with unparsable content. ``slow`` is
+drawn independently and adds ``--slow-s`` seconds before the answer. Injected faults other
+than ``truncate``/``length``/``garbage`` do not use the engine.
 ``--die-after N``: the (N+1)-th completion request makes the process exit at once
 (``os._exit(1)``), losing whatever was in flight. ``--dead-after N``: from the (N+1)-th
 request on, the engine is dead: in-flight and new requests get 500, ``/health`` 503.
@@ -47,9 +60,9 @@ request on, the engine is dead: in-flight and new requests get 500, ``/health`` 
 ``stop``, ``length`` (answers, by finish reason; ``length`` when max_tokens < tokens per
 page), ``truncate``, ``length_fault``, ``garbage``, ``drop``, ``hang``, ``fail_500``,
 ``fail_503``, ``fail_429``, ``context_overflow`` (injected or real), ``bad_request``,
-``model_not_found``, ``warming_up``, ``dead``, ``aborted`` (client left while queued or
-generating; the sequence is freed as vLLM aborts it). ``images`` maps each image's
-``page-<12 hex>`` tag to the number of requests that carried it.
+``model_not_found``, ``unauthorized``, ``warming_up``, ``dead``, ``aborted`` (client left
+while queued or generating; the sequence is freed as vLLM aborts it). ``images`` maps each
+image's ``page-<12 hex>`` tag to the number of requests that carried it.
 """
 
 from __future__ import annotations
@@ -154,6 +167,9 @@ class ServerConfig:
     dead_after: int | None = None
     warmup_s: float = 0.0
     ready_file: str | None = None
+    #: "clamp" (vLLM 0.32) or "strict" (older servers); see the module docstring.
+    context_check: str = "clamp"
+    api_key: str | None = None
 
 
 class BadRequest(Exception):
@@ -175,6 +191,13 @@ class ChatRequest:
     max_tokens: int | None
     stream: bool
     include_usage: bool
+    #: The name the request gave its output budget (vLLM's messages repeat it).
+    max_tokens_param: str = "max_tokens"
+
+    def text_tokens(self) -> int:
+        """Estimated tokens of the text, one placeholder token per image (vLLM counts these
+        before it expands the images)."""
+        return math.ceil(self.text_chars / TEXT_CHARS_PER_TOKEN) + len(self.images)
 
     def prompt_tokens(self) -> int:
         """Estimated prompt tokens (see module docstring)."""
@@ -290,11 +313,17 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         raise BadRequest("The body must be a JSON object")
     images: list[str] = []
     chars = _parse_messages(body.get("messages"), images)
-    max_tokens = _optional_number(body, "max_completion_tokens", True)
+    param = "max_completion_tokens"
+    max_tokens = _optional_number(body, param, True)
     if max_tokens is None:
-        max_tokens = _optional_number(body, "max_tokens", True)
+        param = "max_tokens"
+        max_tokens = _optional_number(body, param, True)
     if max_tokens is not None and max_tokens < 1:
-        raise BadRequest(f"max_tokens must be at least 1, got {max_tokens}.", "max_tokens")
+        raise BadRequest(
+            f"max_tokens must be at least 1, got {max_tokens}. "
+            f"(parameter=max_tokens, value={max_tokens})",
+            "max_tokens",
+        )
     model = body.get("model")
     stream_options = body.get("stream_options") or {}
     return ChatRequest(
@@ -307,6 +336,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         include_usage=bool(
             isinstance(stream_options, dict) and stream_options.get("include_usage")
         ),
+        max_tokens_param=param,
     )
 
 
@@ -319,10 +349,10 @@ def error_response(
     return web.json_response(body, status=status, headers=headers or None)
 
 
-def context_overflow_response(
+def strict_overflow_response(
     cfg: ServerConfig, prompt_tokens: int, max_tokens: int
 ) -> web.Response:
-    """vLLM's 400 for a request that does not fit in ``max_model_len``."""
+    """Older vLLM's 400 for ``prompt + max_tokens > max_model_len`` (``--context-check strict``)."""
     message = (
         f"This model's maximum context length is {cfg.max_model_len} tokens. However, you "
         f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, "
@@ -330,6 +360,58 @@ def context_overflow_response(
         "completion."
     )
     return error_response(400, message, "BadRequestError")
+
+
+def _validation_error(message: str, param: str | None, value: int | None) -> web.Response:
+    """vLLM 0.32's 400 for a ``VLLMValidationError`` (its text ends with the parameter)."""
+    if param is not None:
+        message = f"{message} (parameter={param}, value={value})"
+    return error_response(400, message, "BadRequestError", param)
+
+
+def text_too_long_response(cfg: ServerConfig) -> web.Response:
+    """vLLM 0.32's 400 when the prompt's text alone exceeds ``max_model_len`` (it stops
+    tokenizing at N+1 tokens, hence "at least")."""
+    n = cfg.max_model_len
+    message = (
+        f"This model's maximum context length is {n} tokens. However, your prompt contains "
+        f"at least {n + 1} input tokens, which exceeds this limit even without any output "
+        "tokens. Please reduce the length of the input prompt."
+    )
+    return _validation_error(message, "input_tokens", n + 1)
+
+
+def context_error(cfg: ServerConfig, req: ChatRequest) -> web.Response | None:
+    """The 400 real vLLM 0.32 gives a request that cannot fit, or None (it will be clamped)."""
+    n = cfg.max_model_len
+    if req.max_tokens is not None and req.max_tokens > n:
+        param = req.max_tokens_param
+        message = (
+            f"{param}={req.max_tokens} cannot be greater than max_model_len={n}. "
+            "Please request fewer output tokens."
+        )
+        return _validation_error(message, param, req.max_tokens)
+    if req.text_tokens() > n:
+        return text_too_long_response(cfg)
+    prompt = req.prompt_tokens()
+    if prompt > n:
+        message = f"Input length ({prompt}) exceeds model's maximum context length ({n})."
+        return _validation_error(message, None, None)
+    if prompt == n:  # the clamped budget is 0
+        return _validation_error("max_tokens must be at least 1, got 0.", "max_tokens", 0)
+    return None
+
+
+def clamp_max_tokens(cfg: ServerConfig, req: ChatRequest, page_tokens: int) -> ChatRequest:
+    """vLLM 0.32: ``max_tokens`` (by default the whole room) is cut to the room the prompt
+    leaves in the context."""
+    if cfg.context_check != "clamp":
+        return req
+    room = cfg.max_model_len - req.prompt_tokens()
+    wanted = req.max_tokens if req.max_tokens is not None else max(page_tokens, room)
+    if wanted <= room:
+        return req
+    return dataclasses.replace(req, max_tokens=room)
 
 
 def completion_body(
@@ -417,15 +499,10 @@ def early_answer(state: ServerState, req: ChatRequest, fault: str | None) -> web
         return error_response(
             404, f"The model `{req.model}` does not exist.", "NotFoundError", "model"
         )
-    prompt = req.prompt_tokens()
-    wanted = req.max_tokens or 0
-    if (
-        fault == "context_overflow"
-        or prompt + wanted > cfg.max_model_len
-        or prompt >= cfg.max_model_len
-    ):
+    overflow = context_answer(cfg, req, fault)
+    if overflow is not None:
         state.outcomes["context_overflow"] += 1
-        return context_overflow_response(cfg, prompt, max(wanted, cfg.max_model_len - prompt + 1))
+        return overflow
     if fault == "fail_500":
         state.outcomes["fail_500"] += 1
         return error_response(500, "Internal server error (injected)", "InternalServerError")
@@ -438,6 +515,19 @@ def early_answer(state: ServerState, req: ChatRequest, fault: str | None) -> web
         return error_response(
             429, "Too many requests (injected)", "RateLimitError", **{"Retry-After": retry_after}
         )
+    return None
+
+
+def context_answer(cfg: ServerConfig, req: ChatRequest, fault: str | None) -> web.Response | None:
+    """The 400 for a request that does not fit (or an injected one), by ``--context-check``."""
+    if fault == "context_overflow":
+        return text_too_long_response(cfg)
+    if cfg.context_check == "clamp":
+        return context_error(cfg, req)
+    prompt = req.prompt_tokens()
+    wanted = req.max_tokens or 0
+    if prompt + wanted > cfg.max_model_len or prompt >= cfg.max_model_len:
+        return strict_overflow_response(cfg, prompt, max(wanted, cfg.max_model_len - prompt + 1))
     return None
 
 
@@ -562,6 +652,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     if slow:
         state.outcomes["slow"] += 1
         await asyncio.sleep(state.faults.slow_s)
+    req = clamp_max_tokens(cfg, req, state.page_tokens(tags))
     plan = make_plan(state, req, tags, fault)
     prompt = req.prompt_tokens()
     request["include_usage"] = req.include_usage
@@ -727,9 +818,24 @@ async def version(_request: web.Request) -> web.Response:
 
 
 # --------------------------------------------------------------------- app and CLI
+def auth_middleware(api_key: str) -> Any:
+    """vLLM's ``--api-key`` check: ``/v1`` routes need ``Authorization: Bearer KEY``."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Any) -> web.StreamResponse:
+        wanted = f"Bearer {api_key}"
+        if request.path.startswith("/v1") and request.headers.get("Authorization") != wanted:
+            request.app[STATE].outcomes["unauthorized"] += 1
+            return web.json_response({"error": "Unauthorized"}, status=401)
+        return await handler(request)
+
+    return check
+
+
 def make_app(config: ServerConfig, faults: Faults) -> web.Application:
     """Build the aiohttp application with its state and engine."""
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    middlewares = [auth_middleware(config.api_key)] if config.api_key else []
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
     engine = Engine(config.capacity, config.kv_cache_tokens)
     app[STATE] = ServerState(config, faults, engine, random.Random(config.seed))
 
@@ -801,6 +907,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dead-after", type=int, default=None, metavar="N")
     p.add_argument("--warmup-s", type=float, default=0.0)
     p.add_argument("--ready-file", default=None)
+    p.add_argument("--context-check", choices=("clamp", "strict"), default="clamp")
+    p.add_argument("--api-key", default=None, help="/v1 routes need this bearer token")
     return p
 
 
@@ -842,6 +950,8 @@ def config_from_args(argv: list[str] | None = None) -> tuple[ServerConfig, Fault
         dead_after=args.dead_after,
         warmup_s=args.warmup_s,
         ready_file=args.ready_file,
+        context_check=args.context_check,
+        api_key=args.api_key,
     )
     faults = Faults(slow_s=args.slow_s, hang_s=args.hang_s, retry_after_s=args.retry_after_s)
     faults.update({name: getattr(args, name) for name in (*EXCLUSIVE_FAULTS, "slow")})

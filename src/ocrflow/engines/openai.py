@@ -30,12 +30,25 @@ from typing import Any
 import httpx
 
 from ocrflow.engines.metrics import parse_vllm_metrics
-from ocrflow.errors import EngineError, EngineRejected, EngineUnavailable
+from ocrflow.engines.readiness import ProgressNotes, Readiness, ReadyWatch, probe_server
+from ocrflow.errors import ConfigError, EngineError, EngineRejected, EngineUnavailable
 from ocrflow.types import EngineReply, PageRequest
 
 log = logging.getLogger("ocrflow.engine")
 
-_CONTEXT_OVERFLOW_MARKERS = ("maximum context length", "max_model_len", "context length")
+#: vLLM 0.32's 400s for a request that does not fit (it clamps ``max_tokens`` to the room
+#: the prompt leaves): "This model's maximum context length is N tokens. However, your
+#: prompt contains …", "Input length (P) exceeds model's maximum context length (N).",
+#: "max_tokens=M cannot be greater than max_model_len=N" and, for a prompt of exactly N
+#: tokens, "max_tokens must be at least 1, got 0". All are fixed by a smaller image or
+#: fewer output tokens (the reader shrinks both).
+_CONTEXT_OVERFLOW_MARKERS = (
+    "maximum context length",
+    "max_model_len",
+    "context length",
+    "maximum model length",
+    "max_tokens must be at least 1, got 0",
+)
 #: Requests one httpx pool carries at once before another pool is opened (see module doc).
 SHARD_REQUESTS = 16
 
@@ -143,6 +156,8 @@ class Replica:
     has_metrics: bool | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     completed: int = 0
+    #: The context length the server reports for the model (``/v1/models``), if any.
+    max_model_len: int | None = None
 
     @property
     def root(self) -> str:
@@ -224,14 +239,20 @@ class OpenAIEngine:
         poll_interval_s: float = 1.0,
         unhealthy_after: int = 3,
         target_waiting: int = 8,
+        progress_after_s: float = 5.0,
+        progress_every_s: float = 15.0,
     ) -> None:
         if not servers:
             raise EngineError("no server given; pass --server http://host:port/v1")
+        for url in servers:
+            _check_url(url)
         self.model = model
         self.image_encoding = image_encoding
         self.request_timeout_s = request_timeout_s
         self.poll_interval_s = poll_interval_s
         self.unhealthy_after = unhealthy_after
+        self._progress = (progress_after_s, progress_every_s)
+        self._keyed = bool(api_key)
         start = max_concurrency or 32
         self.replicas = [
             Replica(
@@ -254,36 +275,40 @@ class OpenAIEngine:
         self._checks: set[asyncio.Task[None]] = set()
 
     # -- lifecycle -----------------------------------------------------------------------
-    async def wait_ready(self, deadline_s: float = 600.0) -> None:
-        """Wait until at least one replica serves the model; raise ``EngineUnavailable``."""
-        deadline = time.monotonic() + deadline_s
-        last_error = "no answer yet"
-        while time.monotonic() < deadline:
-            results = await asyncio.gather(*(self._probe_ready(r) for r in self.replicas))
-            for replica, error in zip(self.replicas, results, strict=True):
-                replica.healthy = error is None
-                last_error = error or last_error
+    async def wait_ready(self, deadline_s: float = 600.0, *, unreachable_s: float = 60.0) -> None:
+        """Wait until at least one replica serves the model.
+
+        A server that answers but is still loading is waited for up to ``deadline_s``
+        (``EngineUnavailable`` then); servers that all stay unreachable for
+        ``unreachable_s`` raise ``EngineUnreachable``; a refused key ``EngineAuthError`` at
+        once; a server listing other models ``ModelNotServed``. While waiting, a progress
+        line is logged at WARNING (seen with ``-q``) after a few seconds, then every ~15 s.
+        """
+        after_s, every_s = self._progress
+        watch = ReadyWatch(
+            self.model, deadline_s, unreachable_s, keyed=self._keyed,
+            notes=ProgressNotes(after_s, every_s),
+        )  # fmt: skip
+        while True:
+            looks = await asyncio.gather(*(self._probe(r) for r in self.replicas))
+            for replica, look in zip(self.replicas, looks, strict=True):
+                replica.healthy = look.state == "ready"
             if any(r.healthy for r in self.replicas):
                 self._start_poller()
                 return
-            await asyncio.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-        raise EngineUnavailable(f"no server became ready in {deadline_s:.0f} s: {last_error}")
+            watch.judge(looks)
+            await asyncio.sleep(min(self.poll_interval_s, max(0.05, watch.left_s())))
+
+    async def _probe(self, replica: Replica) -> Readiness:
+        """One look at ``replica``; remembers the context length it reports."""
+        look = await probe_server(self._probe_client, replica.url, self.model)
+        if look.max_model_len is not None:
+            replica.max_model_len = look.max_model_len
+        return look
 
     async def _probe_ready(self, replica: Replica) -> str | None:
         """``None`` when ready, else why not."""
-        try:
-            health = await self._probe_client.get(f"{replica.root}/health", timeout=5.0)
-            if health.status_code not in (200, 404, 401, 403):
-                return f"{replica.root}/health answered {health.status_code}"
-            models = await self._probe_client.get(f"{replica.url}/models", timeout=10.0)
-            if models.status_code != 200:
-                return f"{replica.url}/models answered {models.status_code}"
-            served = [m.get("id") for m in models.json().get("data", [])]
-        except (httpx.HTTPError, ValueError) as exc:
-            return f"{replica.root}: {type(exc).__name__}: {exc}"
-        if self.model not in served:
-            return f"{replica.url} does not serve {self.model!r} (it serves {served})"
-        return None
+        return (await self._probe(replica)).error
 
     def _start_poller(self) -> None:
         if self._poller is None:
@@ -402,7 +427,8 @@ class OpenAIEngine:
         replica = await self._acquire(deadline)
         try:
             # Encoded only now: a body is ~1.4x the image, and hundreds of pages may wait.
-            payload, latency = await self._post(replica, self._encode(request))
+            body = self._encode(request, replica.max_model_len)
+            payload, latency = await self._post(replica, body)
         finally:
             self._release(replica)
         replica.failures = 0
@@ -473,8 +499,12 @@ class OpenAIEngine:
             status=status,
         )
 
-    def _encode(self, request: PageRequest) -> bytes:
-        """The request body as JSON bytes."""
+    def _encode(self, request: PageRequest, max_model_len: int | None = None) -> bytes:
+        """The request body as JSON bytes.
+
+        ``max_tokens`` is capped at the server's context length: vLLM clamps it to the room
+        the prompt leaves, but answers 400 to a value above the whole context.
+        """
         image = base64.b64encode(request.image.data).decode("ascii")
         image_part = {
             "type": "image_url",
@@ -488,7 +518,7 @@ class OpenAIEngine:
             "model": self.model,
             "messages": [{"role": "user", "content": parts}],
             "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
+            "max_tokens": min(request.max_tokens, max_model_len or request.max_tokens),
             **request.extra_body,
         }
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
@@ -507,6 +537,16 @@ class OpenAIEngine:
             }
             for r in self.replicas
         ]
+
+
+def _check_url(url: str) -> None:
+    """Refuse a server URL that httpx could never connect to (a usage error, exit 2)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ConfigError(f"--server {url!r} is not a valid URL: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigError(f"--server {url!r} must be an http:// or https:// URL with a host")
 
 
 def _v1(url: str) -> str:

@@ -83,11 +83,14 @@ class ManagedServers:
         poll_interval_s: float = 1.0,
         stop_timeout_s: float = 30.0,
         restart_delay_s: float = 2.0,
+        progress_s: tuple[float, float] = (5.0, 15.0),
     ) -> None:
         self.spec = spec
         self.poll_interval_s = poll_interval_s
         self.stop_timeout_s = stop_timeout_s
         self.restart_delay_s = restart_delay_s
+        #: While a replica loads: first progress line after, then every, so many seconds.
+        self.progress_s = progress_s
         self._replicas: list[ManagedServer] = []
         self._groups: set[int] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -169,8 +172,10 @@ class ManagedServers:
         else:
             ports = pick_free_ports(self.spec.host, len(devices))
         log_dir = Path(self.spec.log_dir or tempfile.mkdtemp(prefix="ocrflow-vllm-"))
+        after_s, every_s = self.progress_s
+        notes = {"progress_after_s": after_s, "progress_every_s": every_s}
         return [
-            ManagedServer(i, self.spec, port, log_dir / f"vllm-{i}.log", dev, self._groups)
+            ManagedServer(i, self.spec, port, log_dir / f"vllm-{i}.log", dev, self._groups, **notes)
             for i, (port, dev) in enumerate(zip(ports, devices, strict=True))
         ]
 

@@ -22,6 +22,7 @@ from typing import Literal
 import httpx
 import psutil
 
+from ocrflow.engines.readiness import ProgressNotes
 from ocrflow.engines.server_spec import ServerSpec, build_command, printable_command
 from ocrflow.errors import ConfigError, EngineUnavailable
 
@@ -82,6 +83,9 @@ class ManagedServer:
     restarts: int = 0
     state: ReplicaState = "starting"
     starts: int = 0
+    #: "waiting for vLLM at URL: loading (N s)" first after this long, then every ``_every_s``.
+    progress_after_s: float = 5.0
+    progress_every_s: float = 15.0
 
     @property
     def url(self) -> str:
@@ -130,16 +134,24 @@ class ManagedServer:
         return env
 
     async def wait_ready(self, client: httpx.AsyncClient) -> None:
-        """Return once the server answers; raise EngineUnavailable on exit or deadline."""
-        deadline = time.monotonic() + self.spec.ready_timeout_s
+        """Return once the server answers; raise EngineUnavailable on exit or deadline.
+
+        Loading weights takes minutes: a progress line is logged at WARNING (so ``-q``
+        shows it) after a few seconds, then every ~15 s.
+        """
+        started = time.monotonic()
+        notes = ProgressNotes(self.progress_after_s, self.progress_every_s)
         while True:
             code = self.exit_code()
             if code is not None:
                 raise self._failure(f"exited with status {code} during start-up")
             if await self._answers(client):
                 return
-            if time.monotonic() > deadline:
+            elapsed = time.monotonic() - started
+            if elapsed > self.spec.ready_timeout_s:
                 raise self._failure(f"not ready after {self.spec.ready_timeout_s:g} s")
+            if notes.due(elapsed):
+                log.warning("waiting for vLLM at %s: loading (%.0f s)", self.url, elapsed)
             await asyncio.sleep(0.5)
 
     async def _answers(self, client: httpx.AsyncClient) -> bool:

@@ -61,7 +61,9 @@ async def open_engine(
             raise ConfigError("--engine openai needs --server URL (repeatable)")
         engine = _openai(options, servers)
         stack.push_async_callback(engine.aclose)
-        await engine.wait_ready(options.ready_timeout_s)
+        await engine.wait_ready(
+            options.ready_timeout_s, unreachable_s=options.unreachable_timeout_s
+        )
         yield EngineSession(engine, recipe, f"{options.kind}:{options.model}", recipe.target_dim)
 
 

@@ -20,7 +20,13 @@ import pytest
 from aiohttp import web
 
 from ocrflow.engines.openai import OpenAIEngine
-from ocrflow.errors import EngineRejected, EngineUnavailable
+from ocrflow.errors import (
+    EngineAuthError,
+    EngineRejected,
+    EngineUnavailable,
+    EngineUnreachable,
+    ModelNotServed,
+)
 from ocrflow.types import PageImage, PageRequest
 from tests.fakevllm.process import ServerHandle, running_server
 from tests.fakevllm.server import EXCLUSIVE_FAULTS
@@ -120,8 +126,103 @@ def test_wait_ready_waits_out_the_warmup() -> None:
 
 def test_wait_ready_refuses_a_server_without_the_model(server: ServerHandle) -> None:
     engine = OpenAIEngine([server.base_url], "another-model")
-    with pytest.raises(EngineUnavailable, match="does not serve 'another-model'"):
-        run(lambda: using(engine, lambda e: e.wait_ready(0.5)))
+    started = time.monotonic()
+    with pytest.raises(ModelNotServed) as caught:
+        run(lambda: using(engine, lambda e: e.wait_ready(600)))
+    assert time.monotonic() - started < 10  # a second look, not the 600 s deadline
+    message = str(caught.value)
+    assert server.base_url in message
+    assert "does not serve the model 'another-model'; it serves 'test-model'" in message
+
+
+def test_wait_ready_stops_when_nothing_listens() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    engine = OpenAIEngine([url], MODEL)
+    with pytest.raises(EngineUnreachable) as caught:
+        run(lambda: using(engine, lambda e: e.wait_ready(600, unreachable_s=0.5)))
+    message = str(caught.value)
+    assert f"cannot reach the server for 0.5 s: {url}: connection refused" in message
+
+
+def test_wait_ready_names_a_dns_failure_and_a_tls_error(server: ServerHandle) -> None:
+    tls = f"https://127.0.0.1:{server.port}/v1"  # TLS spoken to a plain-HTTP server
+    engine = OpenAIEngine(["http://no-such-host.invalid:8000/v1", tls], MODEL)
+    with pytest.raises(EngineUnreachable) as caught:
+        run(lambda: using(engine, lambda e: e.wait_ready(600, unreachable_s=0.3)))
+    message = str(caught.value)
+    assert message.startswith("cannot reach any server for 0.3 s: ")
+    assert "http://no-such-host.invalid:8000/v1: DNS lookup failed" in message
+    assert f"{tls}: TLS error" in message
+
+
+def test_a_server_that_starts_late_is_waited_for() -> None:
+    port = free_port()
+
+    async def main() -> bool:
+        engine = OpenAIEngine([f"http://127.0.0.1:{port}/v1"], MODEL)
+        waiting = asyncio.create_task(engine.wait_ready(600, unreachable_s=8))
+        await asyncio.sleep(1.0)  # refused meanwhile: within the unreachable window
+        assert not waiting.done()
+        with running_server(*FAST, "--port", port):
+            await waiting
+            reply = await using(engine, lambda e: e.infer(request(9)))
+        return reply.finish_reason == "stop"
+
+    assert run(main)
+
+
+def test_a_loading_server_is_waited_for_past_the_unreachable_window(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """503 from /health is loading, not unreachable: only the ready timeout ends that wait.
+    Progress lines (WARNING, so ``-q`` shows them) come while it lasts."""
+    caplog.set_level(logging.WARNING, logger="ocrflow.engine")
+    with running_server(*FAST, "--warmup-s", "2.5") as warming:
+        engine = OpenAIEngine(
+            [warming.base_url],
+            MODEL,
+            poll_interval_s=0.1,
+            progress_after_s=0.3,
+            progress_every_s=0.5,
+        )
+        run(lambda: using(engine, lambda e: e.wait_ready(60, unreachable_s=0.2)))
+    notes = [r.getMessage() for r in caplog.records if "waiting for" in r.getMessage()]
+    assert len(notes) >= 3
+    assert all(r.levelno == logging.WARNING for r in caplog.records if "waiting" in r.msg)
+    assert notes[0].startswith(
+        f"waiting for the server at {warming.base_url}: loading: /health answered 503 ("
+    )
+
+
+@pytest.mark.parametrize("key", [None, "sk-wrong-8c2d11"])
+def test_a_refused_api_key_stops_at_once_and_is_never_shown(key: str | None) -> None:
+    with running_server(*FAST, "--api-key", SECRET) as keyed:
+        engine = OpenAIEngine([keyed.base_url], MODEL, api_key=key)
+        started = time.monotonic()
+        with pytest.raises(EngineAuthError) as caught:
+            run(lambda: using(engine, lambda e: e.wait_ready(600)))
+        waited = time.monotonic() - started
+        right = OpenAIEngine([keyed.base_url], MODEL, api_key=SECRET)
+        reply = run(lambda: using(right, lambda e: _ready_then_infer(e, request(10))))
+    message = str(caught.value)
+    assert waited < 10
+    assert f"the server at {keyed.base_url}" in message and "(HTTP 401)" in message
+    assert ("refused the API key" if key else "wants an API key") in message
+    assert SECRET not in message and (key is None or key not in message)
+    assert reply.finish_reason == "stop"
+
+
+async def _ready_then_infer(engine: OpenAIEngine, req: PageRequest) -> Any:
+    await engine.wait_ready(10)
+    return await engine.infer(req)
+
+
+def test_a_server_url_without_http_is_a_usage_error() -> None:
+    from ocrflow.errors import ConfigError
+
+    for url in ("127.0.0.1:8000/v1", "localhost:8000", "ftp://host/v1"):
+        with pytest.raises(ConfigError, match="--server"):
+            OpenAIEngine([url], MODEL)
 
 
 # -- error classification ----------------------------------------------------------------
@@ -146,10 +247,19 @@ def test_an_injected_context_overflow_is_a_fixable_rejection(
 
 
 def test_asking_for_more_than_the_context_is_a_context_overflow(server: ServerHandle) -> None:
+    # Before readiness the client does not know the context length: vLLM's 400 for
+    # max_tokens > max_model_len is fixable (fewer output tokens).
     engine = OpenAIEngine([server.base_url], MODEL)
-    with pytest.raises(EngineRejected, match="maximum context length") as caught:
+    with pytest.raises(EngineRejected, match="cannot be greater than max_model_len") as caught:
         run(lambda: using(engine, lambda e: e.infer(request(4, max_tokens=100_000))))
     assert caught.value.context_overflow
+
+
+def test_max_tokens_is_capped_at_the_context_the_server_reports(server: ServerHandle) -> None:
+    engine = OpenAIEngine([server.base_url], MODEL)
+    reply = run(lambda: using(engine, lambda e: _ready_then_infer(e, request(4, max_tokens=10**5))))
+    assert engine.replicas[0].max_model_len == 16384
+    assert reply.finish_reason == "stop"
 
 
 def test_an_unknown_model_is_a_permanent_rejection(server: ServerHandle) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -173,6 +174,26 @@ def test_a_server_that_never_answers_misses_the_deadline(tmp_path: Path) -> None
         asyncio.run(servers.start())
     assert "Starting vLLM" not in str(caught.value) and "child pid" in str(caught.value)
     assert not running(servers.replicas[0].pid or 0)
+
+
+def test_a_loading_replica_reports_progress_at_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Loading weights takes minutes: "waiting for vLLM at URL: loading (N s)" lines come
+    at WARNING (``-q`` shows them) until the replica answers."""
+    caplog.set_level(logging.WARNING, logger="ocrflow.server")
+    spec = fake_spec(tmp_path, "--fake-delay", "2.5")
+
+    async def scenario() -> str:
+        async with ManagedServers(spec, **FAST, progress_s=(0.4, 0.8)) as servers:
+            return servers.urls[0]
+
+    url = asyncio.run(scenario())
+    notes = [r for r in caplog.records if r.getMessage().startswith("waiting for vLLM")]
+    assert len(notes) >= 2
+    assert all(r.levelno == logging.WARNING for r in notes)
+    assert notes[0].getMessage().startswith(f"waiting for vLLM at {url}: loading (")
+    assert notes[-1].getMessage().endswith(" s)")
 
 
 def test_a_killed_replica_is_restarted_and_its_orphans_reaped(tmp_path: Path) -> None:
