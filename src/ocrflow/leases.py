@@ -1,6 +1,13 @@
 """Leases: a worker owns an item while it keeps renewing the lease; an expired lease is
 taken over by whoever asks next. Ownership changes only through conditional writes
 (create-if-absent, write-if-version-matches), so two workers never both hold an item.
+
+A lease names its owner ``host:pid:random``. A lease of a process on *this* host is also
+free once that process is gone (a killed run restarted here need not wait out its leases);
+on another host only the expiry can tell. ``OCRFLOW_HOST_ID`` overrides the host part (see
+``host_id``). A worker that was paused past its expiry (SIGSTOP, a VM freeze, a long GC)
+may find its item taken over: ``LeaseManager.confirm`` right before committing tells it to
+drop its work instead of writing the item a second time.
 """
 
 from __future__ import annotations
@@ -11,35 +18,65 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
+import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ocrflow.errors import OcrflowError, WorkspaceError
 from ocrflow.storage import Store
 
 log = logging.getLogger("ocrflow.leases")
 LEASES_DIR = ".ocrflow/leases"
+HOST_ID_VARIABLE = "OCRFLOW_HOST_ID"
+
+
+class LeaseLost(WorkspaceError):
+    """Another worker took the item over (our lease expired unrenewed): drop the work."""
 
 
 @dataclass
 class Lease:
-    """A held lease; ``etag`` is the version we last wrote (needed to renew it)."""
+    """A held lease; ``etag`` is the version we last wrote (needed to renew it).
+
+    ``lock`` serialises renewals and the release of one lease: the heartbeat and the check
+    before a commit both renew, and each must see the version the other wrote.
+    """
 
     key: str
     owner: str
     etag: str | None
     expires: float
     lost: bool = False
+    released: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+
+def host_id() -> str:
+    """This machine's name in lease owners: ``$OCRFLOW_HOST_ID`` when set, else the hostname.
+
+    Leases of processes with the same host id are also judged by whether their pid still
+    runs, so set it where that would be wrong: containers that share a hostname but not a
+    pid namespace need distinct ids. Tests set it in a child process to play a worker on
+    another host, whose lease only its expiry can end.
+    """
+    return os.environ.get(HOST_ID_VARIABLE) or socket.gethostname()
+
+
+def new_owner() -> str:
+    """A unique owner name for a worker in this process: ``host:pid:random``."""
+    return f"{host_id()}:{os.getpid()}:{uuid.uuid4().hex[:4]}"
 
 
 def _live(record: dict[str, object]) -> bool:
-    """Unexpired, and not held by a process of this machine that no longer exists (a killed
+    """Unexpired, and not held by a process of this host that no longer exists (a killed
     ``ocrflow run`` restarted on the same host need not wait out its own old leases)."""
     if float(record.get("expires", 0)) <= time.time():  # type: ignore[arg-type]
         return False
     host, _, rest = str(record.get("owner", "")).partition(":")
     pid = rest.partition(":")[0]
-    if host == socket.gethostname() and pid.isdigit():
+    if host == host_id() and pid.isdigit():
         return _pid_alive(int(pid))
     return True
 
@@ -83,18 +120,33 @@ class LeaseManager:
 
     def renew(self, lease: Lease) -> bool:
         """Push the expiry forward; ``False`` (and ``lease.lost``) if it was taken over."""
-        expires = time.time() + self.ttl_s
-        if not self.store.write_if_match(lease.key, self._body(expires), lease.etag):
-            lease.lost = True
-            return False
-        _, lease.etag = self.store.read_with_version(lease.key)
-        lease.expires = expires
-        return True
+        with lease.lock:
+            if lease.lost or lease.released:
+                return False
+            expires = time.time() + self.ttl_s
+            if not self.store.write_if_match(lease.key, self._body(expires), lease.etag):
+                lease.lost = True
+                return False
+            _, lease.etag = self.store.read_with_version(lease.key)
+            lease.expires = expires
+            return True
+
+    def confirm(self, lease: Lease) -> None:
+        """Make sure the lease is still ours right before committing the item's outputs.
+
+        Renewing is a write conditional on the version we hold, so it fails if anyone took
+        the item over meanwhile (we were paused past the expiry), and it gives the commit a
+        whole TTL in which nobody can. Raises ``LeaseLost`` when the item is no longer ours.
+        """
+        if not self.renew(lease):
+            raise LeaseLost(f"lease {lease.key} was taken over by another worker")
 
     def release(self, lease: Lease) -> None:
         """Give the lease up (after the item's done marker is written)."""
-        if not lease.lost:
-            self.store.delete(lease.key)
+        with lease.lock:
+            if not lease.lost and not lease.released:
+                self.store.delete(lease.key)
+            lease.released = True
 
     def active(self) -> list[dict[str, object]]:
         """Leases that have not expired: who works on what right now."""
@@ -117,7 +169,14 @@ class LeaseManager:
         async def heartbeat() -> None:
             while True:
                 await asyncio.sleep(self.ttl_s / 3)
-                if not await asyncio.to_thread(self.renew, lease):
+                try:
+                    kept = await asyncio.to_thread(self.renew, lease)
+                except (OcrflowError, OSError) as exc:
+                    # A store hiccup: try again at the next beat. Should the lease expire and
+                    # be taken meanwhile, the next renewal (or ``confirm``) finds out.
+                    log.warning("could not renew lease %s: %s", lease.key, exc)
+                    continue
+                if not kept:
                     log.warning("lease %s lost; abandoning the item", lease.key)
                     body.cancel()
                     return

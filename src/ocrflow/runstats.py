@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,10 @@ class RunStats:
     tokens_out: int = 0
     skipped_documents: int = 0
     failures: list[dict[str, Any]] = field(default_factory=list)
+    #: Items this worker dropped because another worker took them over (lease expired).
+    leases_lost: int = 0
+    #: Workers (Ray actors) that died during the run; their items went to others.
+    workers_lost: int = 0
 
     def document_started(self, source: Source, pages: int) -> None:
         pass
@@ -48,6 +53,38 @@ class RunStats:
                 }
             )
 
+    def add_done_record(self, record: dict[str, Any], *, skipped: bool) -> None:
+        """Count a document from its done marker (what ``Workspace.mark_done`` wrote): the
+        durable tally, for executors whose workers may die before reporting."""
+        status = str(record.get("status", DocStatus.OK))
+        self.documents[status] += 1
+        self.skipped_documents += int(skipped)
+        if not skipped:
+            self._add_page_summaries(record.get("pages") or [])
+        if status != DocStatus.OK:
+            self.failures.append(
+                {
+                    "source": record.get("source"),
+                    "status": status,
+                    "reason": record.get("reason"),
+                    "message": record.get("message"),
+                }
+            )
+
+    def _add_page_summaries(self, pages: Iterable[dict[str, Any]]) -> None:
+        for page in pages:
+            self.pages[str(page.get("status"))] += 1
+            self.routes[str(page.get("route"))] += 1
+            self.tokens_in += int(page.get("tokens_in") or 0)
+            self.tokens_out += int(page.get("tokens_out") or 0)
+
+    def worker_lost(self, worker: str, message: str) -> None:
+        """Record a worker that died mid-run (listed with the failures)."""
+        self.workers_lost += 1
+        self.failures.append(
+            {"source": worker, "status": "worker_lost", "reason": "worker_died", "message": message}
+        )
+
     @property
     def elapsed_s(self) -> float:
         return (self.finished or time.time()) - self.started
@@ -57,8 +94,9 @@ class RunStats:
         return sum(self.pages.values())
 
     def exit_code(self) -> int:
-        """0 when every document converted fully, 1 otherwise."""
-        bad = self.documents[str(DocStatus.FAILED)] + self.documents[str(DocStatus.PARTIAL)]
+        """0 when every document converted fully, 1 otherwise (some failed, are partial, or
+        were left pending because every worker died)."""
+        bad = sum(self.documents[s] for s in (DocStatus.FAILED, DocStatus.PARTIAL, "pending"))
         return 1 if bad else 0
 
     def record(self, run_id: str, worker: str) -> dict[str, Any]:
@@ -78,4 +116,6 @@ class RunStats:
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "tokens_out_per_s": round(self.tokens_out / elapsed, 3),
+            "leases_lost": self.leases_lost,
+            "workers_lost": self.workers_lost,
         }
