@@ -32,6 +32,7 @@ from ocrflow.executors.local import run_local
 from ocrflow.executors.worker import WorkerOptions, work
 from ocrflow.progress import BarProgress, LogProgress
 from ocrflow.runstats import RunStats
+from ocrflow.sinks import validate_formats
 from ocrflow.sources import expand_inputs
 from ocrflow.status import collect_status
 from ocrflow.storage import open_store
@@ -109,6 +110,10 @@ def run(
         int | None, typer.Option(help="Longest side of rendered pages, px (default: the engine's).")
     ] = None,
     page_separator: Annotated[bool, typer.Option(help="Mark pages in the Markdown.")] = False,
+    output_format: Annotated[
+        str,
+        typer.Option("--format", help="Output formats, comma-separated: markdown, jsonl, parquet."),
+    ] = "markdown,jsonl",
     password: Annotated[
         list[str] | None, typer.Option(help="Password to try (repeatable).")
     ] = None,
@@ -253,7 +258,10 @@ def run(
                 ready_timeout_s=ready_timeout,
                 unreachable_timeout_s=unreachable_timeout,
             ),
-            out=OutputOptions(page_separator=page_separator),
+            out=OutputOptions(
+                page_separator=page_separator,
+                formats=validate_formats(output_format.split(",")),
+            ),
             scale=ScaleOptions(split_pages=split_pages, lease_ttl_s=lease_ttl),
         )
         sources = expand_inputs(config.inputs, exclude=[config.output])

@@ -76,9 +76,14 @@ class EngineOptions(_Options):
 
 
 class OutputOptions(_Options):
-    """What the sinks write."""
+    """What the sinks write. ``formats`` is recorded with the run (a joining worker or a
+    retry writes the same formats) but is not part of the fingerprint: it changes which
+    files exist, never what a page says."""
 
     page_separator: bool = False
+    #: Output formats, names from ``ocrflow.sinks.KNOWN_FORMATS`` (checked there, where the
+    #: sinks are registered); figure files always go along.
+    formats: tuple[str, ...] = ("markdown", "jsonl")
 
 
 class ScaleOptions(_Options):

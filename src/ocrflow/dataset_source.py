@@ -6,7 +6,7 @@ and ``path``) or raw bytes of a PDF or image (a binary column). Rows stream in r
 holds one batch, whatever the dataset's size. The ``datasets`` library is not needed.
 
 ``write_back`` writes the input columns again with ``markdown`` and ``ocr_status`` added, as
-shards under ``parquet/`` (see ``parquet_sink.ShardWriter``), keeping the Hugging Face feature
+shards under ``parquet/`` (see ``sinks.parquet.ShardWriter``), keeping the Hugging Face feature
 metadata so that ``datasets`` decodes the image column as before.
 """
 
@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
 
 from ocrflow.errors import ConfigError, SourceError
-from ocrflow.parquet_sink import ShardLimits, ShardWriter, worker_shards
+from ocrflow.sinks.parquet import ShardLimits, ShardWriter, worker_shards
 from ocrflow.sources import sniff_kind
 from ocrflow.storage import Store
 

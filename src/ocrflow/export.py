@@ -24,10 +24,11 @@ import fsspec
 import pyarrow as pa
 
 from ocrflow.errors import ConfigError
-from ocrflow.parquet_sink import (
+from ocrflow.sinks.parquet import (
     DOCUMENT_SCHEMA,
     ShardLimits,
     ShardWriter,
+    figure_entry,
     page_figures,
     page_row,
     record_row,
@@ -99,14 +100,19 @@ def row_from_record(record: dict[str, Any], done: dict[str, Any]) -> dict[str, A
     attributes = record.get("attributes", {})
     routes = {s[2]: v for s, v in _span_values(attributes, "page_routes")}
     statuses = {s[2]: v for s, v in _span_values(attributes, "page_status")}
-    page_attrs = {p["page"]: p.get("attributes", {}) for p in done.get("pages", [])}
+    summaries = {p["page"]: p for p in done.get("pages", [])}
     pages, figures = [], []
     for start, end, number in attributes.get("pdf_page_numbers", []):
         page_text = text[start:end]
-        extra = page_attrs.get(number, {})
+        extra = summaries.get(number, {}).get("attributes", {})
         route, status = routes.get(number, ""), statuses.get(number, "")
         pages.append(page_row(number, page_text, route, status, extra))
-        figures.extend(page_figures(number, page_text, extra))
+        recorded = summaries.get(number, {}).get("figures")  # typed, in newer done markers
+        figures.extend(
+            [figure_entry(record["id"], **f) for f in recorded]
+            if recorded
+            else page_figures(number, page_text, extra)
+        )
     metadata = record.get("metadata", {})
     source = metadata.get("Source-File") or done.get("source", "")
     status = metadata.get("status") or done.get("status", "")

@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,10 +21,18 @@ from ocrflow.reader import PageReader
 from ocrflow.render.jobs import PageJob, ProbeJob, RenderedPage, RenderSpec
 from ocrflow.render.pool import RenderPool
 from ocrflow.route import route_page, settled_page
-from ocrflow.sinks import DocumentMeta, DocumentSink
+from ocrflow.sinks import DocumentMeta, FinishedDocument, Outputs
 from ocrflow.sources import Source
-from ocrflow.types import DocStatus, DocumentResult, PageResult, PageStatus, Reason, Route
-from ocrflow.workspace import Workspace
+from ocrflow.types import (
+    DocStatus,
+    DocumentResult,
+    PageKey,
+    PageResult,
+    PageStatus,
+    Reason,
+    Route,
+)
+from ocrflow.workspace import Workspace, result_from_done, store_call
 
 CHUNK_PAGES = 8
 
@@ -73,6 +82,16 @@ class DocumentJob:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingCommit:
+    """A document whose outputs are written but not all durable yet (a Parquet row waits
+    for its shard): its done marker, and ``then``, follow once they are."""
+
+    job: DocumentJob
+    result: DocumentResult
+    then: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class OpenedDocument:
     """A probed document: its page count, the pages selected, and the password that works."""
 
@@ -106,7 +125,7 @@ class DocumentPipeline:
         pool: RenderPool,
         reader: PageReader,
         workspace: Workspace,
-        sink: DocumentSink,
+        outputs: Outputs,
         budget: PageBudget,
         progress: Progress,
         fingerprint: str,
@@ -117,7 +136,8 @@ class DocumentPipeline:
         self.pool = pool
         self.reader = reader
         self.workspace = workspace
-        self.sink = sink
+        self.outputs = outputs
+        self._pending: dict[str, PendingCommit] = {}
         self.budget = budget
         self.progress = progress
         self.fingerprint = fingerprint
@@ -132,21 +152,21 @@ class DocumentPipeline:
             encoding=reader.image_encoding,
         )
 
-    def report_if_done(self, job: DocumentJob) -> bool:
+    async def report_if_done(self, job: DocumentJob) -> bool:
         """If the document finished in an earlier run, report it as skipped and say so."""
-        done = self.workspace.done_record(job.doc_id)
+        done = await store_call(self.workspace.done_record, job.doc_id)
         if done is None:
             return False
         # A kill between the done marker and the checkpoint cleanup leaves checkpoints behind.
-        self.workspace.clear_pages(job.doc_id)
-        self.progress.document_finished(job.source, _result_from_record(done), skipped=True)
+        await store_call(self.workspace.clear_pages, job.doc_id)
+        self.progress.document_finished(job.source, result_from_done(done), skipped=True)
         return True
 
     async def convert(self, job: DocumentJob, opened: OpenedDocument) -> DocumentResult:
         """Convert every selected page of an opened document and commit it."""
         self.progress.document_started(job.source, len(opened.pages))
         results = await self.convert_pages(job, opened.pages, opened.password)
-        return self.finish(job, opened, results)
+        return await self.finish(job, opened, results)
 
     async def open(self, job: DocumentJob) -> OpenedDocument | DocumentResult:
         """Probe the document: its pages and password, or a failed result saying why."""
@@ -170,16 +190,25 @@ class DocumentPipeline:
             )
         return OpenedDocument(probe.page_count, pages, password)
 
-    def finish(
-        self, job: DocumentJob, opened: OpenedDocument, results: list[PageResult] | None = None
+    async def finish(
+        self,
+        job: DocumentJob,
+        opened: OpenedDocument,
+        results: list[PageResult] | None = None,
+        *,
+        then: Callable[[], None] | None = None,
+        flush: bool = False,
     ) -> DocumentResult:
-        """Assemble the document (from ``results`` or its checkpoints) and commit it.
+        """Assemble the document (from ``results`` or its checkpoints), write its outputs and
+        commit it once they are durable (``then`` runs right after its done marker).
 
         Outputs first, then the done marker, then checkpoints go: a kill at any point
-        leaves either a finished document or one the next run completes.
+        leaves either a finished document or one the next run completes. A buffering sink
+        may hold the outputs back: the commit then happens at a later write or ``flush``
+        (``flush=True`` flushes at once).
         """
         if results is None:
-            saved = self.workspace.load_pages(job.doc_id)
+            saved = await store_call(self.workspace.load_pages, job.doc_id)
             results = [saved[p] for p in opened.pages if p in saved]
         result = assemble_document(
             job.doc_id,
@@ -188,24 +217,49 @@ class DocumentPipeline:
             opened.page_count,
             max_fallback_rate=self.config.engine.max_page_error_rate,
         )
-        self.sink.write(result, self._meta(job))
-        return self._commit(job, result)
-
-    def finish_failed(self, job: DocumentJob, result: DocumentResult) -> DocumentResult:
-        """Commit a document that could not be opened."""
-        return self._commit(job, result)
-
-    def _commit(self, job: DocumentJob, result: DocumentResult) -> DocumentResult:
-        self.workspace.mark_done(result, {"rel": job.rel, "content_sha256": job.content_sha256})
-        self.workspace.clear_pages(job.doc_id)
-        self.progress.document_finished(job.source, result, skipped=False)
+        self._pending[job.doc_id] = PendingCommit(job, result, then)
+        durable = await store_call(self.outputs.write, FinishedDocument(result, self._meta(job)))
+        if flush:
+            durable += await store_call(self.outputs.flush)
+        await self._commit_durable(durable)
         return result
+
+    async def finish_failed(
+        self, job: DocumentJob, result: DocumentResult, *, then: Callable[[], None] | None = None
+    ) -> DocumentResult:
+        """Commit a document that could not be opened (it has no outputs to wait for)."""
+        await self._commit(PendingCommit(job, result, then))
+        return result
+
+    async def flush_outputs(self) -> None:
+        """Make buffered outputs durable and commit their documents (before waiting or
+        stopping: a document waits in a buffer at most until then)."""
+        await self._commit_durable(await store_call(self.outputs.flush))
+
+    async def close_outputs(self) -> None:
+        """Flush and close every sink, committing what they held."""
+        await self._commit_durable(await store_call(self.outputs.close))
+
+    async def _commit_durable(self, doc_ids: list[str]) -> None:
+        for doc_id in doc_ids:
+            pending = self._pending.pop(doc_id, None)
+            if pending is not None:
+                await self._commit(pending)
+
+    async def _commit(self, pending: PendingCommit) -> None:
+        job, result = pending.job, pending.result
+        extra = {"rel": job.rel, "content_sha256": job.content_sha256}
+        await store_call(self.workspace.mark_done, result, extra)
+        await store_call(self.workspace.clear_pages, job.doc_id)
+        if pending.then is not None:
+            await store_call(pending.then)
+        self.progress.document_finished(job.source, result, skipped=False)
 
     async def convert_pages(
         self, job: DocumentJob, pages: tuple[int, ...], password: str | None
     ) -> list[PageResult]:
         """Convert ``pages`` (skipping checkpointed ones), checkpointing as chunks finish."""
-        done = self.workspace.load_pages(job.doc_id)
+        done = await store_call(self.workspace.load_pages, job.doc_id)
         if done:
             self.progress.pages_finished([p for n, p in done.items() if n in pages])
         pending = [p for p in pages if p not in done]
@@ -224,7 +278,7 @@ class DocumentPipeline:
             results = list(await asyncio.gather(*(self._finish_page(job, r) for r in rendered)))
         finally:
             self.budget.release(len(pages))
-        self.workspace.save_pages(job.doc_id, results)
+        await store_call(self.workspace.save_pages, job.doc_id, results)
         self.progress.pages_finished(results)
         return results
 
@@ -232,7 +286,7 @@ class DocumentPipeline:
         route = route_page(page, self.spec.text_layer)
         if route is not Route.ENGINE:
             return settled_page(page, route)
-        return await self.reader.read(page, f"{job.doc_id}:{page.page}")
+        return await self.reader.read(page, PageKey(job.doc_id, page.page))
 
     def _meta(self, job: DocumentJob) -> DocumentMeta:
         created = _mtime(job.source.uri)
@@ -291,17 +345,6 @@ def _unreadable(source: Source) -> tuple[str, str] | None:
 def _failed(job: DocumentJob, reason: str, message: str, page_count: int = 0) -> DocumentResult:
     return DocumentResult(
         job.doc_id, job.source.uri, DocStatus.FAILED, (), page_count, str(reason), message
-    )
-
-
-def _result_from_record(record: dict[str, object]) -> DocumentResult:
-    return DocumentResult(
-        str(record["doc_id"]),
-        str(record["source"]),
-        DocStatus(str(record["status"])),
-        page_count=int(record.get("page_count") or 0),  # type: ignore[call-overload]
-        reason=record.get("reason"),  # type: ignore[arg-type]
-        message=record.get("message"),  # type: ignore[arg-type]
     )
 
 

@@ -11,7 +11,7 @@ from typing import Protocol
 from ocrflow.engines.base import Engine
 from ocrflow.errors import EngineError
 from ocrflow.render.jobs import RenderedPage
-from ocrflow.types import PageRequest, PageResult, PageStatus, Reason, Route
+from ocrflow.types import PageKey, PageRequest, PageResult, PageStatus, Reason, Route
 
 
 class PageReader(Protocol):
@@ -19,7 +19,7 @@ class PageReader(Protocol):
 
     image_encoding: str
 
-    async def read(self, page: RenderedPage, page_key: str) -> PageResult: ...
+    async def read(self, page: RenderedPage, page_key: PageKey) -> PageResult: ...
 
     async def aclose(self) -> None: ...
 
@@ -34,10 +34,10 @@ class PlainReader:
     async def aclose(self) -> None:
         """Nothing of its own to close: the engine belongs to the session."""
 
-    async def read(self, page: RenderedPage, page_key: str) -> PageResult:
+    async def read(self, page: RenderedPage, page_key: PageKey) -> PageResult:
         """OCR ``page``; an engine failure becomes a fallback or a failed page, never raises."""
         assert page.image is not None
-        request = PageRequest(image=page.image, page_key=page_key)
+        request = PageRequest(image=page.image, page_key=str(page_key))
         try:
             reply = await self.engine.infer(request)
         except EngineError as exc:

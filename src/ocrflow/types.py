@@ -68,6 +68,45 @@ class PageImage:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageSize:
+    """Pixels of the image an engine was sent (after any shrink or rotation)."""
+
+    width: int
+    height: int
+
+
+@dataclass(frozen=True, slots=True)
+class PageKey:
+    """Which page of which document; ``str()`` is the ``doc_id:page`` engines log."""
+
+    doc_id: str
+    page: int
+
+    def __str__(self) -> str:
+        return f"{self.doc_id}:{self.page}"
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """A figure crop of a page, as data: the figure sink writes ``png`` to its file.
+
+    ``box`` is ``(x0, y0, x1, y1)`` as fractions 0..1 of the page image's width and height
+    (top-left origin). ``png`` is ``None`` only while a checkpoint is summarised.
+    """
+
+    page: int
+    index: int
+    label: str
+    box: tuple[float, float, float, float]
+    png: bytes | None = None
+
+    @property
+    def placeholder(self) -> str:
+        """The marker the page text holds where this figure goes; sinks put links there."""
+        return f"<!--figure:{self.index}-->"
+
+
+@dataclass(frozen=True, slots=True)
 class PageRequest:
     """One engine call: an image plus what the recipe wants said about it."""
 
@@ -95,6 +134,8 @@ class EngineReply:
     rotation: int = 0
     engine: str = ""
     attributes: dict[str, Any] = field(default_factory=dict)
+    #: The size of the image the request carried (set by the reader before ``parse``).
+    image_size: ImageSize | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +153,10 @@ class PageResult:
     tokens_out: int = 0
     latency_s: float = 0.0
     attributes: dict[str, Any] = field(default_factory=dict)
+    #: Figure crops the reader found, in page order; their links are already in ``text``.
+    figures: tuple[Figure, ...] = ()
+    #: The size of the image the engine read (``None`` for pages no engine read).
+    image_size: ImageSize | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,16 @@ from ocrflow.policy import AttemptPolicy, TransportPolicy
 from ocrflow.reader import fallback_page
 from ocrflow.recipes.base import ParsedPage, Recipe
 from ocrflow.render.jobs import RenderedPage, decode_image, encode_image
-from ocrflow.storage import Store
-from ocrflow.types import EngineReply, PageImage, PageRequest, PageResult, Route
+from ocrflow.types import (
+    EngineReply,
+    Figure,
+    ImageSize,
+    PageImage,
+    PageKey,
+    PageRequest,
+    PageResult,
+    Route,
+)
 
 log = logging.getLogger("ocrflow.vlm")
 
@@ -53,14 +61,18 @@ class _Attempts:
 
 
 class VlmReader:
-    """Pairs a recipe with an engine; falls back to the text layer or a CPU engine."""
+    """Pairs a recipe with an engine; falls back to the text layer or a CPU engine.
+
+    A pure reader: it returns values and writes nothing. Figure crops travel in
+    ``PageResult.figures`` as PNG bytes with their boxes; the page text holds a placeholder
+    (``<!--figure:i-->``) per figure, which each sink turns into a link of its own.
+    """
 
     def __init__(
         self,
         engine: Engine,
         recipe: Recipe,
         *,
-        store: Store,
         transport: TransportPolicy | None = None,
         attempts: AttemptPolicy | None = None,
         fallback_engine: Callable[[], Engine] | None = None,
@@ -68,7 +80,6 @@ class VlmReader:
     ) -> None:
         self.engine = engine
         self.recipe = recipe
-        self.store = store
         self.transport = transport or TransportPolicy()
         self.policy = attempts or AttemptPolicy()
         self.image_encoding = engine.image_encoding
@@ -76,7 +87,7 @@ class VlmReader:
         self._fallback: Engine | None = None
         self._rng = random.Random(seed)
 
-    async def read(self, page: RenderedPage, page_key: str) -> PageResult:
+    async def read(self, page: RenderedPage, page_key: PageKey) -> PageResult:
         """The page's Markdown, or a recorded fallback; never raises for engine trouble."""
         assert page.image is not None
         state = _Attempts(page.image, self.recipe.max_tokens, started=time.monotonic())
@@ -96,23 +107,18 @@ class VlmReader:
                 state.last_error = str(exc)
                 state.attempt += 1
                 continue
-            return self._success(page, parsed, state, page_key)
+            return await self._success(page, parsed, state)
         return await self._fall_back(page, state)
 
-    async def _one_attempt(self, state: _Attempts, page_key: str, deadline: float) -> ParsedPage:
+    async def _one_attempt(
+        self, state: _Attempts, page_key: PageKey, deadline: float
+    ) -> ParsedPage:
         request = self.recipe.build_request(
-            state.image, state.attempt, max_tokens=state.max_tokens, page_key=page_key
+            state.image, state.attempt, max_tokens=state.max_tokens, page_key=str(page_key)
         )
         request = dataclasses.replace(request, deadline=deadline)
         reply = await self._call(request, state, deadline)
-        reply = dataclasses.replace(
-            reply,
-            attributes={
-                **reply.attributes,
-                "image_width": state.image.width,
-                "image_height": state.image.height,
-            },
-        )
+        reply = dataclasses.replace(reply, image_size=_size(state.image))
         parsed = self.recipe.parse(reply)
         if parsed.rotation % 360 and state.rotations < self.policy.max_rotations:
             await self._rotate(state, parsed.rotation)
@@ -166,10 +172,10 @@ class VlmReader:
         state.rotation = (state.rotation + degrees) % 360
         state.image = await asyncio.to_thread(_rotate, state.image, degrees)
 
-    def _success(
-        self, page: RenderedPage, parsed: ParsedPage, state: _Attempts, page_key: str
+    async def _success(
+        self, page: RenderedPage, parsed: ParsedPage, state: _Attempts
     ) -> PageResult:
-        markdown = self._save_figures(parsed, state.image, page_key)
+        markdown, figures = await asyncio.to_thread(_crop_figures, page.page, parsed, state.image)
         attributes = {
             **parsed.attributes,
             "rotation": state.rotation,
@@ -185,24 +191,9 @@ class VlmReader:
             tokens_in=state.tokens_in,
             tokens_out=state.tokens_out,
             attributes=attributes,
+            figures=figures,
+            image_size=_size(state.image),
         )
-
-    def _save_figures(self, parsed: ParsedPage, image: PageImage, page_key: str) -> str:
-        markdown = parsed.markdown
-        if not parsed.figures:
-            return markdown
-        doc_id, _, number = page_key.partition(":")
-        picture = decode_image(image)
-        for index, figure in enumerate(parsed.figures):
-            key = f"figures/{doc_id}/p{number}-{index}.png"
-            self.store.write_bytes(key, _crop_png(picture, figure.bbox))
-            link = f"![{figure.label}]({key})"
-            markdown = (
-                markdown.replace(figure.placeholder, link)
-                if figure.placeholder
-                else f"{markdown}\n\n{link}"
-            )
-        return markdown
 
     async def _fall_back(self, page: RenderedPage, state: _Attempts) -> PageResult:
         reason = state.last_error or "attempts exhausted"
@@ -254,6 +245,36 @@ def _resize(image: PageImage, longest: int) -> PageImage:
 def _rotate(image: PageImage, degrees: int) -> PageImage:
     turned = decode_image(image).rotate(-degrees, expand=True)
     return encode_image(turned, image.encoding)
+
+
+def _size(image: PageImage) -> ImageSize:
+    return ImageSize(image.width, image.height)
+
+
+def _crop_figures(
+    page: int, parsed: ParsedPage, image: PageImage
+) -> tuple[str, tuple[Figure, ...]]:
+    """The page's Markdown with one placeholder per figure, and the figures as PNG crops.
+
+    A recipe's own placeholder becomes ``Figure.placeholder``; a figure without one is
+    appended at the end, so every figure has exactly one placeholder in the text.
+    """
+    markdown = parsed.markdown
+    if not parsed.figures:
+        return markdown, ()
+    picture = decode_image(image)
+    figures = []
+    for index, region in enumerate(parsed.figures):
+        x0, y0, x1, y1 = (max(0.0, min(1.0, v)) for v in region.bbox)
+        figure = Figure(
+            page, index, region.label, (x0, y0, x1, y1), _crop_png(picture, region.bbox)
+        )
+        if region.placeholder and region.placeholder in markdown:
+            markdown = markdown.replace(region.placeholder, figure.placeholder)
+        else:
+            markdown = f"{markdown}\n\n{figure.placeholder}"
+        figures.append(figure)
+    return markdown, tuple(figures)
 
 
 def _crop_png(picture: Image.Image, bbox: tuple[float, float, float, float]) -> bytes:

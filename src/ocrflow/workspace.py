@@ -8,30 +8,102 @@ unfinished ones, which the next run redoes from their last checkpoint.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from dataclasses import asdict
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, fields, replace
+from typing import Any, ParamSpec, TypeVar
 
 from ocrflow.config import RunConfig
-from ocrflow.errors import WorkspaceError
+from ocrflow.errors import OutputError, WorkspaceError
 from ocrflow.storage import Store
-from ocrflow.types import DocumentResult, PageResult, PageStatus, Route
+from ocrflow.types import (
+    DocStatus,
+    DocumentResult,
+    Figure,
+    ImageSize,
+    PageResult,
+    PageStatus,
+    Route,
+)
 
 WORKSPACE_DIR = ".ocrflow"
+#: Seconds one store call (a write, a read, a listing) may keep the event loop waiting.
+STORE_TIMEOUT_S = 300.0
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+async def store_call(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run a blocking store call in a worker thread, so the event loop (and the hundreds of
+    requests it holds) never waits on disk or network; wait at most ``STORE_TIMEOUT_S``.
+
+    A thread cannot be killed: the timeout bounds the *wait*, not the call, which may finish
+    later. That is safe because every store write is atomic (a temp file and a rename
+    locally, one PUT on an object store): an abandoned write lands whole or not at all. A
+    timeout raises ``OutputError`` (the run stops with exit 3, like any unwritable OUT).
+    """
+    name = getattr(call, "__qualname__", repr(call))
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(call, *args, **kwargs), STORE_TIMEOUT_S)
+    except TimeoutError as exc:
+        raise OutputError(name, f"no answer within {STORE_TIMEOUT_S:.0f} s") from exc
 
 
 def page_to_dict(page: PageResult) -> dict[str, Any]:
-    """A JSON-ready form of a page result."""
-    return asdict(page)
+    """A JSON-ready form of a page result; figure crops are left out (they are blobs)."""
+    data = {f.name: getattr(page, f.name) for f in fields(page)}
+    data["attributes"] = dict(page.attributes)
+    data["figures"] = [
+        {"page": f.page, "index": f.index, "label": f.label, "box": list(f.box)}
+        for f in page.figures
+    ]
+    data["image_size"] = asdict(page.image_size) if page.image_size else None
+    return data
 
 
-def page_from_dict(data: dict[str, Any]) -> PageResult:
-    """The inverse of ``page_to_dict``."""
-    fields = dict(data)
-    fields["route"] = Route(fields["route"])
-    fields["status"] = PageStatus(fields["status"])
-    return PageResult(**fields)
+def page_from_dict(
+    data: Mapping[str, Any], crops: Mapping[tuple[int, int], bytes] | None = None
+) -> PageResult:
+    """The inverse of ``page_to_dict``; ``crops`` holds figure PNGs by (page, index).
+
+    Checkpoints written before pages carried figures and image sizes load as pages without.
+    """
+    values = dict(data)
+    values["route"] = Route(values["route"])
+    values["status"] = PageStatus(values["status"])
+    values["figures"] = tuple(
+        Figure(
+            int(f["page"]),
+            int(f["index"]),
+            str(f["label"]),
+            tuple(float(v) for v in f["box"]),  # type: ignore[arg-type]
+            (crops or {}).get((int(f["page"]), int(f["index"]))),
+        )
+        for f in values.get("figures") or ()
+    )
+    size = values.get("image_size")
+    values["image_size"] = ImageSize(int(size["width"]), int(size["height"])) if size else None
+    return PageResult(**values)
+
+
+def figure_blob_name(page: int, index: int) -> str:
+    """A checkpointed figure crop's name in the document's checkpoint folder."""
+    return f"fig-p{page}-{index}.png"
+
+
+def result_from_done(record: Mapping[str, Any]) -> DocumentResult:
+    """A finished document as its done marker tells it (its pages' texts are not kept)."""
+    return DocumentResult(
+        str(record["doc_id"]),
+        str(record["source"]),
+        DocStatus(str(record["status"])),
+        page_count=int(record.get("page_count") or 0),
+        reason=record.get("reason"),
+        message=record.get("message"),
+    )
 
 
 class Workspace:
@@ -123,22 +195,47 @@ class Workspace:
 
     # -- page checkpoints ----------------------------------------------------------------
     def save_pages(self, doc_id: str, pages: list[PageResult]) -> None:
-        """Checkpoint finished pages of an unfinished document."""
+        """Checkpoint finished pages of an unfinished document.
+
+        Figure crops go first, each as a blob beside the checkpoint; the page list is the
+        commit point, so a kill in between leaves only orphan blobs the next save replaces.
+        """
         if not pages:
             return
+        for page in pages:
+            for figure in page.figures:
+                if figure.png is not None:
+                    name = figure_blob_name(figure.page, figure.index)
+                    self.store.write_bytes(self._key("pages", doc_id, name), figure.png)
         first, last = min(p.page for p in pages), max(p.page for p in pages)
         blob = _dumps([page_to_dict(p) for p in pages])
         self.store.write_bytes(self._key("pages", doc_id, f"{first:06d}-{last:06d}.json"), blob)
 
     def load_pages(self, doc_id: str) -> dict[int, PageResult]:
-        """Pages checkpointed by earlier, interrupted runs."""
+        """Pages checkpointed by earlier, interrupted runs, with their figure crops (small
+        PNGs, read eagerly: a document's crops are held until it is written anyway)."""
         pages: dict[int, PageResult] = {}
         for key in self.store.list(self._key("pages", doc_id)):
+            if not key.endswith(".json"):
+                continue
             blob = self.store.read_bytes(key)
             for data in json.loads(blob) if blob else []:
-                page = page_from_dict(data)
-                pages[page.page] = page
+                page = self._with_crops(doc_id, page_from_dict(data))
+                if page is not None:  # a lost crop: the page is converted again
+                    pages[page.page] = page
         return pages
+
+    def _with_crops(self, doc_id: str, page: PageResult) -> PageResult | None:
+        if not page.figures:
+            return page
+        figures = []
+        for figure in page.figures:
+            name = figure_blob_name(figure.page, figure.index)
+            png = self.store.read_bytes(self._key("pages", doc_id, name))
+            if png is None:
+                return None
+            figures.append(replace(figure, png=png))
+        return replace(page, figures=tuple(figures))
 
     def clear_pages(self, doc_id: str) -> None:
         """Drop a finished document's checkpoints."""

@@ -22,8 +22,7 @@ from ocrflow.engines.openai import OpenAIEngine
 from ocrflow.policy import AttemptPolicy, TransportPolicy
 from ocrflow.recipes.olmocr import TEMPERATURES, OlmocrRecipe
 from ocrflow.render.jobs import RenderedPage
-from ocrflow.storage import open_store
-from ocrflow.types import PageImage, PageResult, Route
+from ocrflow.types import PageImage, PageKey, PageResult, Route
 from ocrflow.vlm_reader import VlmReader
 from tests.fakevllm.process import ServerHandle, running_server
 from tests.fakevllm.server import B64_BYTES_PER_IMAGE_TOKEN
@@ -53,14 +52,13 @@ def read(server: ServerHandle, image: PageImage, tmp_path: Path) -> PageResult:
         reader = VlmReader(
             engine,
             OlmocrRecipe(),
-            store=open_store(str(tmp_path)),
             transport=TransportPolicy(base_s=0.01, cap_s=0.05, page_deadline_s=60),
             attempts=AttemptPolicy(),
             seed=1,
         )
         try:
             await engine.wait_ready(10)
-            return await reader.read(RenderedPage(1, image=image), "doc:1")
+            return await reader.read(RenderedPage(1, image=image), PageKey("doc", 1))
         finally:
             await reader.aclose()
             await engine.aclose()

@@ -9,10 +9,10 @@ import pytest
 
 from ocrflow.errors import ConfigError
 from ocrflow.export import export
-from ocrflow.parquet_sink import ParquetSink, read_documents
-from ocrflow.sinks import DocumentMeta, DocumentSink
+from ocrflow.sinks import DocumentMeta, FinishedDocument, JsonlSink
+from ocrflow.sinks.parquet import ParquetSink, read_documents
 from ocrflow.storage import LocalStore
-from ocrflow.types import DocStatus, DocumentResult, PageResult, PageStatus, Route
+from ocrflow.types import DocStatus, DocumentResult, Figure, PageResult, PageStatus, Route
 from ocrflow.workspace import Workspace
 from tests.integration.cli_helpers import ocrflow, results
 
@@ -22,7 +22,13 @@ META = DocumentMeta("in/doc.pdf", "cd" * 32, 1_700_000_000.0, "fake", "fp")
 
 def _docs() -> list[DocumentResult]:
     pages = (
-        PageResult(1, "Title\n\n![figure](figures/a/p1-0.png)", Route.ENGINE, attributes={"k": 1}),
+        PageResult(
+            1,
+            "Title\n\n<!--figure:0-->",
+            Route.ENGINE,
+            attributes={"k": 1},
+            figures=(Figure(1, 0, "figure", (0.1, 0.2, 0.3, 0.4), b"png"),),
+        ),
         PageResult(2, "", Route.BLANK),
         PageResult(3, "fallback text", Route.FALLBACK, PageStatus.OK, attributes={"r": "x"}),
     )
@@ -38,15 +44,17 @@ def _docs() -> list[DocumentResult]:
 def _out(tmp_path: Path) -> tuple[Path, LocalStore]:
     out = tmp_path / "out"
     store = LocalStore(out)
-    jsonl, parquet = DocumentSink(store, page_separator=False), ParquetSink(store, "w")
+    jsonl, parquet = JsonlSink(store), ParquetSink(store, "w")
     workspace = Workspace(store)
     for doc in _docs():
-        jsonl.write(doc, META)
-        parquet.write(doc, META)
+        jsonl.write(FinishedDocument(doc, META))
+        parquet.write(FinishedDocument(doc, META))
         workspace.mark_done(doc, {"rel": META.rel, "content_sha256": META.content_sha256})
     parquet.close()
     # A record whose document never finished (no done marker) is not exported.
-    jsonl.write(DocumentResult("u", "/in/u.pdf", DocStatus.OK, _docs()[1].pages, 1), META)
+    jsonl.write(
+        FinishedDocument(DocumentResult("u", "/in/u.pdf", DocStatus.OK, _docs()[1].pages, 1), META)
+    )
     return out, store
 
 
@@ -62,6 +70,7 @@ def test_export_parquet_matches_the_sink_rows(tmp_path: Path) -> None:
     a = next(r for r in exported if r["id"] == "a")
     assert [p["route"] for p in a["pages"]] == ["engine", "blank", "fallback"]
     assert a["figures"][0]["path"] == "figures/a/p1-0.png"
+    assert a["figures"][0]["box"] == [0.1, 0.2, 0.3, 0.4]  # from the done marker's pages
 
 
 def test_export_hf_opens_with_load_from_disk(tmp_path: Path) -> None:

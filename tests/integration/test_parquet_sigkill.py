@@ -18,14 +18,14 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from ocrflow.parquet_sink import finalize_shards, shard_keys
+from ocrflow.sinks.parquet import finalize_shards, shard_keys
 from ocrflow.storage import LocalStore
 
 DOCS = 150
 CHILD = r"""
 import json, os, signal, sys, time
-from ocrflow.parquet_sink import ParquetSink, ShardLimits
-from ocrflow.sinks import DocumentMeta
+from ocrflow.sinks.parquet import ParquetSink, ShardLimits
+from ocrflow.sinks import DocumentMeta, FinishedDocument
 from ocrflow.storage import LocalStore
 from ocrflow.types import DocStatus, DocumentResult, PageResult, Route
 
@@ -49,7 +49,8 @@ for i in range(count):
         continue
     time.sleep(0.003)
     page = PageResult(1, f"text of {doc_id}", Route.ENGINE)
-    sink.write(DocumentResult(doc_id, f"/in/{doc_id}", DocStatus.OK, (page,), 1), meta)
+    result = DocumentResult(doc_id, f"/in/{doc_id}", DocStatus.OK, (page,), 1)
+    sink.write(FinishedDocument(result, meta))
 sink.close()
 print("finished", flush=True)
 """

@@ -17,7 +17,7 @@ from ocrflow.dataset_source import (
     write_back,
 )
 from ocrflow.errors import ConfigError
-from ocrflow.parquet_sink import ShardLimits
+from ocrflow.sinks.parquet import ShardLimits
 from ocrflow.storage import LocalStore
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,16 +7,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ocrflow.parquet_sink import (
+from ocrflow.sinks import DocumentMeta, FinishedDocument, JsonlSink
+from ocrflow.sinks.parquet import (
     ParquetSink,
     ShardLimits,
     finalize_shards,
     read_documents,
     shard_keys,
 )
-from ocrflow.sinks import DocumentMeta, DocumentSink
 from ocrflow.storage import LocalStore
-from ocrflow.types import DocStatus, DocumentResult, PageResult, PageStatus, Route
+from ocrflow.types import DocStatus, DocumentResult, Figure, PageResult, PageStatus, Route
 
 META = DocumentMeta("a/doc.pdf", "ab" * 32, 1_700_000_000.0, "fake", "fp")
 
@@ -25,9 +25,10 @@ def _doc(doc_id: str, pages: int = 2, status: DocStatus = DocStatus.OK) -> Docum
     results = tuple(
         PageResult(
             n,
-            f"  {doc_id} page {n} Über\n![chart](figures/{doc_id}/p{n}-0.png)\n",
+            f"  {doc_id} page {n} Über\n<!--figure:0-->\n",
             Route.ENGINE if n % 2 else Route.TEXT_LAYER,
             attributes={"rotation": 90 if n == 2 else 0},
+            figures=(Figure(n, 0, "chart", (0.0, 0.25, 0.5, 1.0), b"png"),),
         )
         for n in range(pages, 0, -1)  # out of order on purpose: rows sort pages
     )
@@ -45,13 +46,13 @@ def _jsonl(store: LocalStore) -> dict[str, dict]:
 def test_parquet_and_jsonl_hold_the_same_texts(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
     committed: list[str] = []
-    jsonl = DocumentSink(store, page_separator=False)
+    jsonl = JsonlSink(store)
     parquet = ParquetSink(store, "w1", limits=ShardLimits(max_rows=2), on_commit=committed.extend)
     docs = [_doc(f"d{i}", pages=i + 1) for i in range(5)]
     docs.append(DocumentResult("bad", "/in/bad.pdf", DocStatus.FAILED, reason="corrupt"))
     for doc in docs:
-        jsonl.write(doc, META)
-        parquet.write(doc, META)
+        jsonl.write(FinishedDocument(doc, META))
+        parquet.write(FinishedDocument(doc, META))
     assert committed == ["d0", "d1", "d2", "d3", "bad"]  # d4 still buffered; bad has no row
     parquet.close()
     assert committed[-1] == "d4"
@@ -70,9 +71,11 @@ def test_parquet_and_jsonl_hold_the_same_texts(tmp_path: Path) -> None:
     page = rows["d3"]["pages"][1]
     assert (page["route"], page["status"]) == ("text_layer", "ok")
     assert json.loads(page["attributes"]) == {"rotation": 90}
+    box = [0.0, 0.25, 0.5, 1.0]
     assert rows["d1"]["figures"] == [
-        {"page": n, "path": f"figures/d1/p{n}-0.png", "box": [], "label": "chart"} for n in (1, 2)
+        {"page": n, "path": f"figures/d1/p{n}-0.png", "box": box, "label": "chart"} for n in (1, 2)
     ]
+    assert "![chart](figures/d1/p1-0.png)" in rows["d1"]["text"]
 
 
 def test_loaders_read_the_shards(tmp_path: Path) -> None:
@@ -81,7 +84,7 @@ def test_loaders_read_the_shards(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
     sink = ParquetSink(store, "w", limits=ShardLimits(max_rows=3))
     for i in range(7):
-        sink.write(_doc(f"id{i}"), META)
+        sink.write(FinishedDocument(_doc(f"id{i}"), META))
     sink.close()
     files = sorted(str(p) for p in (tmp_path / "parquet").glob("*.parquet"))
     loaded = datasets.load_dataset(
@@ -96,11 +99,11 @@ def test_loaders_read_the_shards(tmp_path: Path) -> None:
 def test_shard_numbers_continue_after_a_restart_and_bytes_bound_shards(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
     first = ParquetSink(store, "host/1", limits=ShardLimits(max_rows=100))
-    first.write(_doc("a"), META)
+    first.write(FinishedDocument(_doc("a"), META))
     first.close()
     second = ParquetSink(store, "host/1", limits=ShardLimits(max_rows=100, max_bytes=1))
-    second.write(_doc("b"), META)
-    second.write(_doc("c"), META)
+    second.write(FinishedDocument(_doc("b"), META))
+    second.write(FinishedDocument(_doc("c"), META))
     second.close()  # nothing left: each row filled a shard
     assert shard_keys(store) == [f"parquet/host_1-0000{n}.parquet" for n in range(3)]
 
@@ -108,9 +111,12 @@ def test_shard_numbers_continue_after_a_restart_and_bytes_bound_shards(tmp_path:
 def test_typed_figures_keep_their_boxes(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
     figure = {"path": "figures/x/p1-0.png", "box": [0.1, 0.2, 0.5, 0.6], "label": "diagram"}
-    page = PageResult(1, "text", Route.ENGINE, PageStatus.OK, attributes={"figures": [figure]})
+    typed = Figure(1, 0, "diagram", (0.1, 0.2, 0.5, 0.6), b"png")
+    page = PageResult(1, "text <!--figure:0-->", Route.ENGINE, PageStatus.OK, figures=(typed,))
     sink = ParquetSink(store, "w")
-    sink.write(DocumentResult("x", "/in/x.pdf", DocStatus.PARTIAL, (page,), 3), META)
+    sink.write(
+        FinishedDocument(DocumentResult("x", "/in/x.pdf", DocStatus.PARTIAL, (page,), 3), META)
+    )
     sink.close()
     [row] = read_documents(store).to_pylist()
     assert row["figures"] == [{"page": 1, **figure}]
@@ -121,13 +127,13 @@ def test_finalize_keeps_the_newest_row_and_only_done_ids(tmp_path: Path) -> None
     store = LocalStore(tmp_path)
     old = ParquetSink(store, "w", limits=ShardLimits(max_rows=2))
     for doc_id in ("a", "b", "c", "d"):  # shards 0: a b, 1: c d
-        old.write(_doc(doc_id), META)
+        old.write(FinishedDocument(_doc(doc_id), META))
     old.close()
     # A resumed run redoes "b" (its done marker was lost) and "z"; rows carry a later "added".
     newer = DocumentMeta(META.rel, META.content_sha256, None, "fake", "fp")
     redo = ParquetSink(store, "w")
-    redo.write(_doc("b", pages=3), newer)
-    redo.write(_doc("z"), newer)
+    redo.write(FinishedDocument(_doc("b", pages=3), newer))
+    redo.write(FinishedDocument(_doc("z"), newer))
     redo.close()  # shard 2: b z
     before = {k: (tmp_path / k).stat().st_mtime_ns for k in shard_keys(store)}
 
@@ -148,8 +154,8 @@ def test_finalize_keeps_the_newest_row_and_only_done_ids(tmp_path: Path) -> None
 def test_finalize_deletes_a_shard_left_empty(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
     sink = ParquetSink(store, "w", limits=ShardLimits(max_rows=1))
-    sink.write(_doc("gone"), META)
-    sink.write(_doc("kept"), META)
+    sink.write(FinishedDocument(_doc("gone"), META))
+    sink.write(FinishedDocument(_doc("kept"), META))
     report = finalize_shards(store, done_ids={"kept"})
     assert report.deleted == ["parquet/w-00000.parquet"]
     table = pq.read_table(io.BytesIO(store.read_bytes("parquet/w-00001.parquet") or b""))

@@ -7,7 +7,9 @@ import pytest
 
 from ocrflow.sinks import (
     DocumentMeta,
-    DocumentSink,
+    FinishedDocument,
+    JsonlSink,
+    MarkdownSink,
     assemble_text,
     dolma_record,
     markdown_key,
@@ -73,11 +75,15 @@ def test_safe_relpath(rel: str, expected: str) -> None:
     assert safe_relpath(rel) == expected
 
 
+def _write_both(store: LocalStore, result: DocumentResult, meta: DocumentMeta) -> None:
+    for sink in (MarkdownSink(store, page_separator=False), JsonlSink(store)):
+        sink.write(FinishedDocument(result, meta))
+
+
 def test_sink_never_writes_outside_out(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    sink = DocumentSink(LocalStore(out), page_separator=False)
     result = DocumentResult("id1", "src", DocStatus.OK, PAGES[1:2], 1)
-    sink.write(result, DocumentMeta("../../../escape.pdf", "0", None, "e", "fp"))
+    _write_both(LocalStore(out), result, DocumentMeta("../../../escape.pdf", "0", None, "e", "fp"))
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
     assert written == ["out/markdown/escape.pdf.md", "out/results/id1.jsonl"]
     assert markdown_key("../../../escape.pdf") == "markdown/escape.pdf.md"
@@ -89,9 +95,8 @@ def test_sink_writes_a_long_multibyte_name(tmp_path: Path) -> None:
     # A legal 253-byte source name: the Markdown name adds ".md", past the 255-byte limit
     # unless names are capped in bytes (they once were cut at 180 characters).
     rel = "報告" * 41 + "文.pdf"
-    sink = DocumentSink(LocalStore(tmp_path), page_separator=False)
     result = DocumentResult("id2", "src", DocStatus.OK, PAGES[1:2], 1)
-    sink.write(result, DocumentMeta(rel, "0", None, "e", "fp"))
+    _write_both(LocalStore(tmp_path), result, DocumentMeta(rel, "0", None, "e", "fp"))
     [written] = (tmp_path / "markdown").iterdir()
     assert len(written.name.encode()) <= 255 and written.name.endswith(".pdf.md")
     assert written.read_text() == "First page text.\n"

@@ -20,10 +20,10 @@ from PIL import Image
 
 from ocrflow.errors import EngineError, EngineRejected, EngineUnavailable
 from ocrflow.policy import AttemptPolicy, TransportPolicy
+from ocrflow.recipes.deepseek import DeepseekRecipe
 from ocrflow.recipes.olmocr import TEMPERATURES, OlmocrRecipe
 from ocrflow.render.jobs import RenderedPage
-from ocrflow.storage import open_store
-from ocrflow.types import EngineReply, PageImage, PageRequest, PageStatus, Route
+from ocrflow.types import EngineReply, PageImage, PageKey, PageRequest, PageStatus, Route
 from ocrflow.vlm_reader import VlmReader
 
 FRONT = (
@@ -108,7 +108,6 @@ def read(
     reader = VlmReader(
         engine,  # type: ignore[arg-type]
         OlmocrRecipe(),
-        store=open_store(str(tmp_path)),
         transport=transport,
         attempts=AttemptPolicy(),
         fallback_engine=(lambda: fallback) if fallback is not None else None,  # type: ignore[arg-type,return-value]
@@ -117,7 +116,7 @@ def read(
 
     async def go() -> Any:
         try:
-            return await reader.read(rendered or page(), "doc:3")
+            return await reader.read(rendered or page(), PageKey("doc", 3))
         finally:
             await reader.aclose()
 
@@ -287,3 +286,22 @@ def test_a_bad_text_layer_is_not_used_as_fallback(tmp_path: Path, text_ok: bool)
     rendered = page("garbled layer", text_ok=text_ok)
     result = read(ScriptedEngine([garbage()]), tmp_path, rendered=rendered)
     assert result.status is (PageStatus.OK if text_ok else PageStatus.FAILED)
+
+
+def test_figures_come_back_as_data_with_a_placeholder_each() -> None:
+    reply = EngineReply(
+        "<|ref|>text<|/ref|><|det|>[[10, 10, 900, 100]]<|/det|>\nHello\n\n"
+        "<|ref|>image<|/ref|><|det|>[[100, 200, 600, 700]]<|/det|>\n"
+    )
+    engine = ScriptedEngine([reply])
+    reader = VlmReader(engine, DeepseekRecipe(), transport=QUICK, seed=1)  # type: ignore[arg-type]
+    result = asyncio.run(reader.read(page(), PageKey("doc", 3)))
+    assert result.route is Route.ENGINE
+    [figure] = result.figures
+    assert (figure.page, figure.index, figure.label) == (3, 0, "image")
+    assert figure.box == pytest.approx((0.1001, 0.2002, 0.6006, 0.7007), abs=1e-3)
+    crop = Image.open(io.BytesIO(figure.png or b""))
+    assert crop.size == (500, 645)  # the box of the 1000 x 1288 page, in pixels
+    assert result.text.count(figure.placeholder) == 1 and "figures/" not in result.text
+    assert result.image_size is not None and result.image_size.width == 1000
+    assert engine.requests[0].page_key == "doc:3"  # engines still see a plain string

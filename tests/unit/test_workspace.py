@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -7,7 +8,15 @@ import pytest
 from ocrflow.config import RouteOptions, RunConfig
 from ocrflow.errors import OcrflowError, OutputError, WorkspaceError, first_error
 from ocrflow.storage import LocalStore
-from ocrflow.types import DocStatus, DocumentResult, PageResult, PageStatus, Route
+from ocrflow.types import (
+    DocStatus,
+    DocumentResult,
+    Figure,
+    ImageSize,
+    PageResult,
+    PageStatus,
+    Route,
+)
 from ocrflow.workspace import Workspace
 from tests.mounts import fill, remount, tmpfs
 
@@ -111,3 +120,23 @@ def test_first_error_looks_into_groups_and_interrupted_errors() -> None:
     bugs = ExceptionGroup("tasks", [ValueError("bug"), OcrflowError("ours")])
     assert first_error(bugs, OutputError) is None
     assert str(first_error(bugs, OcrflowError)) == "ours"
+
+
+def test_page_checkpoints_keep_figure_crops_and_old_ones_still_load(tmp_path: Path) -> None:
+    workspace = Workspace(LocalStore(tmp_path))
+    figure = Figure(2, 0, "image", (0.1, 0.2, 0.6, 0.7), b"\x89PNG crop")
+    page = PageResult(
+        2, "x <!--figure:0-->", Route.ENGINE, figures=(figure,), image_size=ImageSize(640, 480)
+    )
+    workspace.save_pages("doc", [page])
+    assert (tmp_path / ".ocrflow" / "pages" / "doc" / "fig-p2-0.png").read_bytes() == figure.png
+    assert workspace.load_pages("doc") == {2: page}
+    # A checkpoint written before pages carried figures and sizes.
+    old = [{"page": 3, "text": "t", "route": "engine", "status": "ok", "attributes": {}}]
+    (tmp_path / ".ocrflow" / "pages" / "doc" / "000003-000003.json").write_text(json.dumps(old))
+    assert workspace.load_pages("doc")[3] == PageResult(3, "t", Route.ENGINE)
+    # A crop lost from a checkpoint: that page is converted again rather than half-loaded.
+    (tmp_path / ".ocrflow" / "pages" / "doc" / "fig-p2-0.png").unlink()
+    assert set(workspace.load_pages("doc")) == {3}
+    workspace.clear_pages("doc")
+    assert not list((tmp_path / ".ocrflow" / "pages").rglob("*.*"))

@@ -3,17 +3,18 @@
 Any number of workers — one ``ocrflow run``, extra ``ocrflow worker`` processes on other
 machines, Ray actors — share one workspace this way. Work is duplicated only after a lease
 expires, and never duplicates output: outputs have deterministic names and are written
-whole before the done marker.
+whole before the done marker, and a worker commits an item only after confirming, right
+before, that its lease was not taken over while it worked (it may have been paused past
+the expiry); otherwise it drops the item, which its new owner commits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-import os
 import random
-import socket
 import time
 import uuid
 from collections import deque
@@ -24,7 +25,7 @@ from ocrflow.config import EngineOptions, RunConfig
 from ocrflow.engines.factory import build_engine
 from ocrflow.engines.session import EngineSession, open_engine
 from ocrflow.errors import SourceError
-from ocrflow.leases import Lease, LeaseManager
+from ocrflow.leases import Lease, LeaseLost, LeaseManager, new_owner
 from ocrflow.pipeline import (
     CHUNK_PAGES,
     DocumentJob,
@@ -39,10 +40,11 @@ from ocrflow.reader import PageReader, PlainReader
 from ocrflow.remote import local_copy
 from ocrflow.render.pool import RenderPool
 from ocrflow.runstats import RunStats
-from ocrflow.sinks import DocumentSink
-from ocrflow.types import DocStatus, DocumentResult
+from ocrflow.sinks import Outputs
+from ocrflow.sinks.parquet import finalize_shards
+from ocrflow.types import DocumentResult
 from ocrflow.workitems import Manifest, WorkItem, range_items
-from ocrflow.workspace import Workspace
+from ocrflow.workspace import Workspace, result_from_done, store_call
 
 log = logging.getLogger("ocrflow.worker")
 
@@ -63,7 +65,8 @@ class WorkerOptions:
     report_finished_before: bool = True
 
     def resolved_owner(self) -> str:
-        return self.owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:4]}"
+        """The owner name of this worker's leases (``host:pid:random`` unless given)."""
+        return self.owner or new_owner()
 
 
 class FanOut:
@@ -85,7 +88,7 @@ class FanOut:
             listener.document_finished(source, result, skipped)
 
 
-def build_reader(config: RunConfig, session: EngineSession, workspace: Workspace) -> PageReader:
+def build_reader(config: RunConfig, session: EngineSession) -> PageReader:
     """The page reader for the engine: plain text, or a recipe with retries and fallbacks."""
     if session.recipe is None:
         return PlainReader(session.engine)
@@ -96,7 +99,6 @@ def build_reader(config: RunConfig, session: EngineSession, workspace: Workspace
     return VlmReader(
         session.engine,
         session.recipe,  # type: ignore[arg-type]
-        store=workspace.store,
         transport=TransportPolicy(
             page_deadline_s=options.page_deadline_s, request_timeout_s=options.request_timeout_s
         ),
@@ -138,13 +140,18 @@ async def work(
             open_engine(config.engine, log_dir=workspace.log_dir()) as session,
             _recording(workspace, stats, run_id, owner),
         ):
-            reader = build_reader(config, session, workspace)
+            reader = build_reader(config, session)
             pipeline = DocumentPipeline(
                 config,
                 pool=pool,
                 reader=reader,
                 workspace=workspace,
-                sink=DocumentSink(workspace.store, page_separator=config.out.page_separator),
+                outputs=Outputs(
+                    config.out.formats,
+                    workspace.store,
+                    owner,
+                    page_separator=config.out.page_separator,
+                ),
                 budget=PageBudget(page_budget(config)),
                 progress=FanOut(stats, progress) if progress else stats,  # type: ignore[arg-type]
                 fingerprint=fingerprint,
@@ -152,7 +159,10 @@ async def work(
                 target_dim=config.render.target_dim or session.target_dim,
             )
             try:
-                await ItemLoop(pipeline, workspace, options, owner, fingerprint).run()
+                await ItemLoop(pipeline, workspace, options, owner, fingerprint, stats).run()
+                await pipeline.close_outputs()
+                if "parquet" in config.out.formats:
+                    await store_call(_finalize_shards, workspace)
             finally:
                 await reader.aclose()
     finally:
@@ -193,8 +203,10 @@ class ItemLoop:
         options: WorkerOptions,
         owner: str,
         fingerprint: str,
+        stats: RunStats | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.stats = stats or RunStats()
         self.workspace = workspace
         self.manifest = Manifest(workspace.store)
         self.options = options
@@ -227,13 +239,8 @@ class ItemLoop:
                 continue
             record = self.manifest.item_done(item.item_id) or {}
             doc = self.workspace.done_record(record.get("doc_id", "")) or {}
-            status = DocStatus(doc.get("status", "ok"))
-            result = DocumentResult(
-                record.get("doc_id", ""),
-                item.uri,
-                status,
-                reason=doc.get("reason"),
-                message=doc.get("message"),
+            result = result_from_done(
+                {"status": "ok", **doc, "doc_id": record.get("doc_id", ""), "source": item.uri}
             )
             self.pipeline.progress.document_finished(item.source, result, skipped=True)
 
@@ -245,6 +252,9 @@ class ItemLoop:
         if self.options.report_finished_before:
             await asyncio.to_thread(self._report_finished_before)
         while True:
+            # Buffered outputs (Parquet rows) commit their documents before the item list is
+            # read again: a document written but not committed is not done yet.
+            await self.pipeline.flush_outputs()
             items = await asyncio.to_thread(self.pending)
             if not items:
                 return
@@ -293,39 +303,71 @@ class ItemLoop:
     async def _guarded(self, item: WorkItem, lease: Lease) -> None:
         try:
             async with self.leases.held(lease):
-                await self._process(item)
+                await self._process(item, lease)
+        except LeaseLost:
+            self._abandoned(item)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if not lease.lost or task is None:
                 raise
-            task.uncancel()  # our lease went to another worker: its result will be the same
+            task.uncancel()  # the heartbeat found the lease taken over and stopped the item
+            self._abandoned(item)
         finally:
             await asyncio.to_thread(self.leases.release, lease)
             self.slots.release()
 
-    async def _process(self, item: WorkItem) -> None:
+    def _abandoned(self, item: WorkItem) -> None:
+        # The item's new owner converts and commits it; our pages stay counted as work done.
+        log.warning("dropped %s: another worker took it over after our lease expired", item.rel)
+        self.stats.leases_lost += 1
+
+    async def _confirm(self, lease: Lease) -> None:
+        """Raise ``LeaseLost`` unless the item is still ours (call right before a commit;
+        the commit that follows must not await, so nothing can come in between)."""
+        await asyncio.to_thread(self.leases.confirm, lease)
+
+    async def _process(self, item: WorkItem, lease: Lease) -> None:
         with contextlib.ExitStack() as copies:
             path = await asyncio.to_thread(_local_file, copies, item.uri)
             digest = await asyncio.to_thread(_hash_or_empty, path)
             doc_id = item.doc_id or document_id(digest, self.fingerprint, item.rel)
             job = DocumentJob(item.source, item.rel, doc_id, digest, path)
-            if item.is_range:
-                await self._process_range(item, job)
-            else:
-                await self._process_document(item, job)
+            try:
+                if item.is_range:
+                    await self._process_range(item, job, lease)
+                else:
+                    await self._process_document(item, job, lease)
+            except (LeaseLost, asyncio.CancelledError):
+                if lease.lost:
+                    self._drop_late_checkpoints(doc_id)
+                raise
 
-    async def _process_document(self, item: WorkItem, job: DocumentJob) -> None:
+    def _drop_late_checkpoints(self, doc_id: str) -> None:
+        """Remove page checkpoints we wrote after the new owner committed the document (it
+        clears the checkpoints it finds at its commit; ours may have come later)."""
+        if self.workspace.done_record(doc_id) is not None:
+            self.workspace.clear_pages(doc_id)
+
+    async def _process_document(self, item: WorkItem, job: DocumentJob, lease: Lease) -> None:
         pipeline = self.pipeline
-        if not pipeline.report_if_done(job):
-            opened = await pipeline.open(job)
-            if isinstance(opened, DocumentResult):
-                pipeline.finish_failed(job, opened)
-            elif len(opened.pages) > self.options.split_pages:
-                self._split(item, job, opened)
-                return
-            else:
-                await pipeline.convert(job, opened)
-        self.manifest.mark_item_done(item, job.doc_id, "done")
+        # The item is done once its document is committed: with a buffering sink (Parquet)
+        # that is when the shard holding its row is written, possibly after this returns.
+        item_done = functools.partial(self.manifest.mark_item_done, item, job.doc_id, "done")
+        if await pipeline.report_if_done(job):
+            await store_call(item_done)
+            return
+        opened = await pipeline.open(job)
+        if isinstance(opened, DocumentResult):
+            await self._confirm(lease)
+            await pipeline.finish_failed(job, opened, then=item_done)
+        elif len(opened.pages) > self.options.split_pages:
+            await self._confirm(lease)
+            self._split(item, job, opened)
+        else:
+            pipeline.progress.document_started(job.source, len(opened.pages))
+            results = await pipeline.convert_pages(job, opened.pages, opened.password)
+            await self._confirm(lease)
+            await pipeline.finish(job, opened, results, then=item_done)
 
     def _split(self, item: WorkItem, job: DocumentJob, opened: OpenedDocument) -> None:
         """Turn a long document into range items and start them at once (here and in other
@@ -337,14 +379,16 @@ class ItemLoop:
         self._queue.extend(ranges)
         self._wake.set()
 
-    async def _process_range(self, item: WorkItem, job: DocumentJob) -> None:
+    async def _process_range(self, item: WorkItem, job: DocumentJob, lease: Lease) -> None:
         opened = await self.pipeline.open(job)
         if isinstance(opened, DocumentResult):
-            self.pipeline.finish_failed(job, opened)
-            self.manifest.mark_item_done(item, job.doc_id, "done")
+            await self._confirm(lease)
+            item_done = functools.partial(self.manifest.mark_item_done, item, job.doc_id, "done")
+            await self.pipeline.finish_failed(job, opened, then=item_done)
             return
         pages = tuple(p for p in opened.pages if item.first <= p <= item.last)
         await self.pipeline.convert_pages(job, pages, opened.password)
+        await self._confirm(lease)
         self.manifest.mark_item_done(item, job.doc_id, "range")
         await self._finish_split_document(item, job, opened)
 
@@ -357,7 +401,8 @@ class ItemLoop:
         siblings = self.manifest.ranges(parent_id)
         finished = all(self.manifest.item_done(s.item_id) for s in siblings)
         if finished and self.workspace.done_record(job.doc_id) is None:
-            self.pipeline.finish(job, opened)
+            # Its ranges are done already: the document must be durable before we go on.
+            await self.pipeline.finish(job, opened, flush=True)
 
 
 def _document_slots(config: RunConfig) -> int:
@@ -377,3 +422,17 @@ def _hash_or_empty(path: str) -> str:
         return content_hash(path)
     except OSError:
         return "unreadable"
+
+
+def _finalize_shards(workspace: Workspace) -> None:
+    """Make the Parquet shards exact (one row an id, only done documents) once the run has
+    no unfinished item. Each worker does this at its end; while items are still unfinished
+    (other workers at work) it only removes duplicate rows, which is safe beside writers: a
+    row is dropped only when a newer row of its id exists, and shards are never appended to.
+    Dropping rows without a done marker waits until every item is done, because a worker's
+    shard is on disk a moment before its done markers."""
+    manifest = Manifest(workspace.store)
+    done = manifest.done_item_ids()
+    finished = all(i.item_id in done for i in (*manifest.items(), *manifest.all_ranges()))
+    done_ids = {r["doc_id"] for r in workspace.done_records()} if finished else None
+    finalize_shards(workspace.store, done_ids)

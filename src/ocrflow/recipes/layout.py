@@ -95,25 +95,19 @@ def smart_resize(
 
 
 def reply_image_size(reply: EngineReply) -> tuple[int, int] | None:
-    """The size of the image sent, as the pipeline records it in ``reply.attributes``.
-
-    The pipeline sets ``image_width`` and ``image_height`` (pixels of the image actually
-    sent, after any rotation) before calling ``parse``; absent both, the answer is None.
-    """
-    width = reply.attributes.get("image_width")
-    height = reply.attributes.get("image_height")
-    if width is None and height is None:
+    """The size of the image sent, as the reader records it in ``reply.image_size``
+    (pixels of the image actually sent, after any shrink or rotation); else None."""
+    size = reply.image_size
+    if size is None:
         return None
-    if not isinstance(width, int) or not isinstance(height, int) or width <= 0 or height <= 0:
-        raise ConfigError(f"bad image size in reply attributes: {width!r} x {height!r}")
-    return width, height
+    if size.width <= 0 or size.height <= 0:
+        raise ConfigError(f"bad image size in the reply: {size.width} x {size.height}")
+    return size.width, size.height
 
 
 def require_image_size(reply: EngineReply, recipe: str) -> tuple[int, int]:
     """``reply_image_size`` for recipes that cannot place figures without it."""
     size = reply_image_size(reply)
     if size is None:
-        raise ConfigError(
-            f"the {recipe} recipe needs image_width and image_height in EngineReply.attributes"
-        )
+        raise ConfigError(f"the {recipe} recipe needs the image size in EngineReply.image_size")
     return size

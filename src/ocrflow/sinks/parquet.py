@@ -3,7 +3,7 @@
 Shards are ``parquet/<worker>-<n>.parquet`` (``n`` zero-padded, continuing after the worker's
 shards of earlier runs); each is written whole through ``Store.write_bytes``, so it is atomic
 (temp file + rename locally, one PUT on an object store). The row holds the same ``id`` and
-``text`` as the document's Dolma JSONL record (both come from ``sinks.dolma_record``).
+``text`` as the document's Dolma JSONL record (both come from ``sinks.jsonl.dolma_record``).
 
 Exactly once after a kill — the design:
 
@@ -36,9 +36,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ocrflow.sinks import DocumentMeta, dolma_record
+from ocrflow.sinks.base import DocumentMeta, FinishedDocument, figure_key, page_text
+from ocrflow.sinks.jsonl import dolma_record
 from ocrflow.storage import Store
-from ocrflow.types import DocStatus, DocumentResult, PageResult
+from ocrflow.types import DocumentResult, PageResult
 
 PARQUET_DIR = "parquet"
 PAGE_TYPE = pa.struct(
@@ -93,8 +94,9 @@ def page_row(
 
 
 def page_figures(page: int, text: str, attributes: dict[str, Any]) -> list[dict[str, Any]]:
-    """A page's figures: typed entries in ``attributes["figures"]`` (path, box, label) when a
-    reader recorded them, else the figure links in its Markdown (box unknown: ``[]``)."""
+    """A page's figures as ``export`` finds them in a record: entries in
+    ``attributes["figures"]`` (path, box, label), else the figure links in its text (box
+    unknown: ``[]``). The sink itself uses the pages' typed figures."""
     recorded = attributes.get("figures")
     if isinstance(recorded, list) and all(isinstance(f, dict) for f in recorded):
         return [
@@ -112,14 +114,28 @@ def page_figures(page: int, text: str, attributes: dict[str, Any]) -> list[dict[
     ]
 
 
+def figure_entry(
+    doc_id: str, page: int, index: int, label: str, box: Iterable[float]
+) -> dict[str, Any]:
+    """One ``figures`` entry: where the crop is (``figure_key``), its box and label."""
+    return {
+        "page": page,
+        "path": figure_key(doc_id, page, index),
+        "box": [float(v) for v in box],
+        "label": label,
+    }
+
+
 def document_row(result: DocumentResult, meta: DocumentMeta) -> dict[str, Any]:
     """The Parquet row of a document, built from the same Dolma record as its JSONL line."""
     record = dolma_record(result, meta)
     pages: list[dict[str, Any]] = []
     figures: list[dict[str, Any]] = []
     for page in sorted(result.pages, key=lambda p: p.page):
-        pages.append(_page_entry(page))
-        figures.extend(page_figures(page.page, page.text, page.attributes))
+        pages.append(_page_entry(result.doc_id, page))
+        figures.extend(
+            figure_entry(result.doc_id, f.page, f.index, f.label, f.box) for f in page.figures
+        )
     return record_row(record, pages, figures, source=result.source, status=str(result.status))
 
 
@@ -146,9 +162,9 @@ def record_row(
     }
 
 
-def _page_entry(page: PageResult) -> dict[str, Any]:
+def _page_entry(doc_id: str, page: PageResult) -> dict[str, Any]:
     return page_row(
-        page.page, page.text.strip(), str(page.route), str(page.status), page.attributes
+        page.page, page_text(doc_id, page), str(page.route), str(page.status), page.attributes
     )
 
 
@@ -273,14 +289,14 @@ class ParquetSink:
         self.shards = ShardWriter(store, worker, DOCUMENT_SCHEMA, limits)
         self.on_commit = on_commit
 
-    def write(self, result: DocumentResult, meta: DocumentMeta) -> None:
+    def write(self, document: FinishedDocument) -> None:
         """Buffer the document's row (ok or partial with pages); a full buffer is written."""
-        if result.status is DocStatus.FAILED or not result.pages:
-            self._commit([result.doc_id])  # no row: nothing to wait for
+        if not document.has_output:
+            self._commit([document.doc_id])  # no row: nothing to wait for
             return
-        row = document_row(result, meta)
+        row = document_row(document.result, document.meta)
         size = len(row["text"]) * 2 + sum(len(p["attributes"]) for p in row["pages"]) + 256
-        self._commit(self.shards.add(row, result.doc_id, size))
+        self._commit(self.shards.add(row, document.doc_id, size))
 
     def flush(self) -> None:
         """Write buffered rows now (e.g. before a worker gives up its lease)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ocrflow.types import EngineReply, PageImage
+from ocrflow.types import EngineReply, ImageSize, PageImage
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "recipes"
 
@@ -15,9 +15,18 @@ def sample(name: str) -> str:
     return (DATA / name).read_text(encoding="utf-8")
 
 
-def reply(text: str, finish_reason: str = "stop", **attributes: Any) -> EngineReply:
-    """An engine reply carrying ``text`` and the pipeline's ``attributes``."""
-    return EngineReply(text=text, finish_reason=finish_reason, attributes=attributes)
+def reply(
+    text: str,
+    finish_reason: str = "stop",
+    image_width: int | None = None,
+    image_height: int | None = None,
+    **attributes: Any,
+) -> EngineReply:
+    """An engine reply carrying ``text``, ``attributes`` and the size of the image sent."""
+    size = ImageSize(image_width, image_height) if image_width and image_height else None
+    return EngineReply(
+        text=text, finish_reason=finish_reason, attributes=attributes, image_size=size
+    )
 
 
 def page_image(width: int = 996, height: int = 1288) -> PageImage:

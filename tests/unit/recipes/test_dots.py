@@ -54,7 +54,7 @@ def test_picture_box_is_scaled_from_the_resized_image(layout: str) -> None:
 
 
 def test_pictures_need_the_image_size(layout: str) -> None:
-    with pytest.raises(ConfigError, match="image_width"):
+    with pytest.raises(ConfigError, match="image size"):
         DotsRecipe().parse(reply(layout))
 
 

@@ -14,6 +14,7 @@ from ocrflow.recipes.layout import (
     scale_box,
     smart_resize,
 )
+from ocrflow.types import EngineReply, ImageSize
 
 from .helpers import reply
 
@@ -48,12 +49,14 @@ def test_parse_box(text: str) -> None:
     assert parse_box(text) == (10.0, 20.0, 30.0, 40.0)
 
 
-def test_image_size_comes_from_reply_attributes() -> None:
+def test_image_size_comes_from_the_typed_reply_field() -> None:
     assert reply_image_size(reply("x", image_width=640, image_height=480)) == (640, 480)
     assert reply_image_size(reply("x")) is None
+    # An untyped size in the attributes is not read any more.
+    assert reply_image_size(EngineReply("x", attributes={"image_width": 640})) is None
     with pytest.raises(ConfigError):
-        reply_image_size(reply("x", image_width=640))
-    with pytest.raises(ConfigError, match="dots recipe needs image_width"):
+        reply_image_size(EngineReply("x", image_size=ImageSize(0, 480)))
+    with pytest.raises(ConfigError, match="dots recipe needs the image size"):
         require_image_size(reply("x"), "dots")
 
 

@@ -1,0 +1,81 @@
+"""What every sink shares: the finished document it is handed, the protocol, figure names.
+
+A page's text holds one placeholder per figure (``Figure.placeholder``, left by the reader);
+each sink turns placeholders into links of its own while rendering, from the page's typed
+``figures`` — never by rewriting links in text afterwards. Figure files are named by the pure
+function ``figure_key``, so every sink knows where a figure lives without asking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ocrflow.types import DocStatus, DocumentResult, Figure, PageResult
+
+FIGURES_DIR = "figures"
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentMeta:
+    """What the sinks need to know about a document besides its pages."""
+
+    rel: str
+    content_sha256: str
+    created: float | None
+    engine: str
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedDocument:
+    """One document ready for the sinks: its result and what is known about its source."""
+
+    result: DocumentResult
+    meta: DocumentMeta
+
+    @property
+    def doc_id(self) -> str:
+        return self.result.doc_id
+
+    @property
+    def has_output(self) -> bool:
+        """Whether the document produced text (ok or partial with pages): failed ones only
+        get a done marker."""
+        return self.result.status is not DocStatus.FAILED and bool(self.result.pages)
+
+
+class Sink(Protocol):
+    """Writes one output format. ``write`` may be called from a worker thread; a sink that
+    buffers (Parquet) makes its rows durable by ``close`` at the latest."""
+
+    def write(self, document: FinishedDocument) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class BufferedSink(Sink, Protocol):
+    """A sink whose writes become durable later, in batches: it reports the ids of documents
+    whose outputs are on disk through ``on_commit`` and can be asked to ``flush``."""
+
+    def flush(self) -> None: ...
+
+
+def figure_key(doc_id: str, page: int, index: int) -> str:
+    """Where figure ``index`` of ``page`` of a document lives, relative to OUT."""
+    return f"{FIGURES_DIR}/{doc_id}/p{page}-{index}.png"
+
+
+def figure_link(doc_id: str, figure: Figure, prefix: str = "") -> str:
+    """A Markdown image link to the figure's file; ``prefix`` leads from the file holding
+    the link to OUT (``""`` for OUT itself, ``"../"`` one folder down)."""
+    return f"![{figure.label}]({prefix}{figure_key(doc_id, figure.page, figure.index)})"
+
+
+def page_text(doc_id: str, page: PageResult, prefix: str = "") -> str:
+    """The page's text with each figure placeholder replaced by its link; stripped."""
+    text = page.text
+    for figure in page.figures:
+        text = text.replace(figure.placeholder, figure_link(doc_id, figure, prefix))
+    return text.strip()

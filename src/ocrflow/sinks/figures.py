@@ -1,0 +1,35 @@
+"""Figure crops as files: ``figures/<doc id>/p<page>-<n>.png`` (see ``figure_key``)."""
+
+from __future__ import annotations
+
+from ocrflow.errors import WorkspaceError
+from ocrflow.sinks.base import FinishedDocument, figure_key
+from ocrflow.storage import Store
+
+
+class FigureSink:
+    """Writes each figure crop a reader returned, once, under its ``figure_key``.
+
+    Runs before the text sinks (``build_sinks`` orders it first), so a link in a Markdown
+    file or record never points at a file that is not there yet.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def write(self, document: FinishedDocument) -> None:
+        """Write the document's figure files (documents without figures write nothing)."""
+        if not document.has_output:
+            return
+        for page in document.result.pages:
+            for figure in page.figures:
+                if figure.png is None:
+                    raise WorkspaceError(
+                        f"figure {figure.index} of page {page.page} of {document.doc_id} "
+                        "lost its image (a checkpoint without its crop)"
+                    )
+                key = figure_key(document.doc_id, figure.page, figure.index)
+                self.store.write_bytes(key, figure.png)
+
+    def close(self) -> None:
+        """Nothing buffered."""
