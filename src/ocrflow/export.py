@@ -24,6 +24,7 @@ import fsspec
 import pyarrow as pa
 
 from ocrflow.errors import ConfigError
+from ocrflow.records import DoneRecord
 from ocrflow.sinks.parquet import (
     DOCUMENT_SCHEMA,
     ShardLimits,
@@ -34,6 +35,7 @@ from ocrflow.sinks.parquet import (
     record_row,
 )
 from ocrflow.storage import Store, open_store
+from ocrflow.workspace import Workspace
 
 ExportFormat = Literal["parquet", "hf"]
 DONE_DIR = ".ocrflow/done"
@@ -70,15 +72,9 @@ def export(
     raise ConfigError(f"unknown export format {fmt!r}: use parquet or hf")
 
 
-def done_markers(store: Store) -> dict[str, dict[str, Any]]:
+def done_markers(store: Store) -> dict[str, DoneRecord]:
     """Done markers by document id (small records: one per document, no page text)."""
-    markers = {}
-    for key in store.list(DONE_DIR):
-        blob = store.read_bytes(key)
-        if blob:
-            record = json.loads(blob)
-            markers[record["doc_id"]] = record
-    return markers
+    return {record.doc_id: record for record in Workspace(store).done_records()}
 
 
 def iter_rows(store: Store) -> Iterator[dict[str, Any]]:
@@ -94,28 +90,29 @@ def iter_rows(store: Store) -> Iterator[dict[str, Any]]:
                 yield row_from_record(record, markers[record["id"]])
 
 
-def row_from_record(record: dict[str, Any], done: dict[str, Any]) -> dict[str, Any]:
+def row_from_record(record: dict[str, Any], done: DoneRecord) -> dict[str, Any]:
     """The row ``ParquetSink`` writes for a document, rebuilt from its JSONL and done marker."""
     text = record["text"]
     attributes = record.get("attributes", {})
     routes = {s[2]: v for s, v in _span_values(attributes, "page_routes")}
     statuses = {s[2]: v for s, v in _span_values(attributes, "page_status")}
-    summaries = {p["page"]: p for p in done.get("pages", [])}
+    summaries = {p.page: p for p in done.pages}
     pages, figures = [], []
     for start, end, number in attributes.get("pdf_page_numbers", []):
         page_text = text[start:end]
-        extra = summaries.get(number, {}).get("attributes", {})
+        summary = summaries.get(number)
+        extra = summary.attributes if summary else {}
         route, status = routes.get(number, ""), statuses.get(number, "")
         pages.append(page_row(number, page_text, route, status, extra))
-        recorded = summaries.get(number, {}).get("figures")  # typed, in newer done markers
+        recorded = summary.figures if summary else ()  # in newer done markers
         figures.extend(
-            [figure_entry(record["id"], **f) for f in recorded]
+            [figure_entry(record["id"], f.page, f.index, f.label, f.box) for f in recorded]
             if recorded
             else page_figures(number, page_text, extra)
         )
     metadata = record.get("metadata", {})
-    source = metadata.get("Source-File") or done.get("source", "")
-    status = metadata.get("status") or done.get("status", "")
+    source = metadata.get("Source-File") or done.source
+    status = metadata.get("status") or str(done.status)
     return record_row(record, pages, figures, source=source, status=status)
 
 

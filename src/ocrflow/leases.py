@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -25,6 +24,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from ocrflow.errors import OcrflowError, WorkspaceError
+from ocrflow.records import LeaseRecord
 from ocrflow.storage import Store
 
 log = logging.getLogger("ocrflow.leases")
@@ -69,12 +69,23 @@ def new_owner() -> str:
     return f"{host_id()}:{os.getpid()}:{uuid.uuid4().hex[:4]}"
 
 
-def _live(record: dict[str, object]) -> bool:
+def _holder(blob: bytes | None) -> LeaseRecord | None:
+    """The lease record in ``blob``; an unreadable one (a torn write on a store without
+    atomic writes) counts as no holder, so the lease can be taken over."""
+    if not blob:
+        return None
+    try:
+        return LeaseRecord.load(blob)
+    except ValueError:
+        return None
+
+
+def _live(record: LeaseRecord) -> bool:
     """Unexpired, and not held by a process of this host that no longer exists (a killed
     ``ocrflow run`` restarted on the same host need not wait out its own old leases)."""
-    if float(record.get("expires", 0)) <= time.time():  # type: ignore[arg-type]
+    if record.expires <= time.time():
         return False
-    host, _, rest = str(record.get("owner", "")).partition(":")
+    host, _, rest = record.owner.partition(":")
     pid = rest.partition(":")[0]
     if host == host_id() and pid.isdigit():
         return _pid_alive(int(pid))
@@ -100,18 +111,19 @@ class LeaseManager:
         self.ttl_s = ttl_s
 
     def _body(self, expires: float) -> bytes:
-        return json.dumps({"owner": self.owner, "expires": expires, "ttl_s": self.ttl_s}).encode()
+        return LeaseRecord(owner=self.owner, expires=expires, ttl_s=self.ttl_s).dump()
 
     def claim(self, item_id: str) -> Lease | None:
         """Take the item's lease if it is free or expired; ``None`` if someone holds it."""
         key = f"{LEASES_DIR}/{item_id}.json"
         expires = time.time() + self.ttl_s
         current, etag = self.store.read_with_version(key)
-        if current is not None and _live(json.loads(current)):
+        holder = _holder(current)
+        if holder is not None and _live(holder):
             return None
         if current is not None:
             log.info(
-                "taking over expired lease %s from %s", item_id, json.loads(current).get("owner")
+                "taking over expired lease %s from %s", item_id, holder.owner if holder else "?"
             )
         if not self.store.write_if_match(key, self._body(expires), etag):
             return None
@@ -154,9 +166,10 @@ class LeaseManager:
         found = []
         for key in self.store.list(LEASES_DIR):
             blob = self.store.read_bytes(key)
-            record = json.loads(blob) if blob else {}
-            if record.get("expires", 0) > now:
-                found.append({"item": key.rsplit("/", 1)[-1].removesuffix(".json"), **record})
+            record = _holder(blob)
+            if record is not None and record.expires > now:
+                item = key.rsplit("/", 1)[-1].removesuffix(".json")
+                found.append({"item": item, **record.model_dump()})
         return found
 
     @contextlib.asynccontextmanager

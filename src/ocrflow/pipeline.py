@@ -248,8 +248,9 @@ class DocumentPipeline:
 
     async def _commit(self, pending: PendingCommit) -> None:
         job, result = pending.job, pending.result
-        extra = {"rel": job.rel, "content_sha256": job.content_sha256}
-        await store_call(self.workspace.mark_done, result, extra)
+        await store_call(
+            self.workspace.mark_done, result, rel=job.rel, content_sha256=job.content_sha256
+        )
         await store_call(self.workspace.clear_pages, job.doc_id)
         if pending.then is not None:
             await store_call(pending.then)

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ocrflow.records import DoneRecord, PageSummary
 from ocrflow.sources import Source
 from ocrflow.types import DocStatus, DocumentResult, PageResult
 
@@ -53,30 +54,30 @@ class RunStats:
                 }
             )
 
-    def add_done_record(self, record: dict[str, Any], *, skipped: bool) -> None:
+    def add_done_record(self, record: DoneRecord, *, skipped: bool) -> None:
         """Count a document from its done marker (what ``Workspace.mark_done`` wrote): the
         durable tally, for executors whose workers may die before reporting."""
-        status = str(record.get("status", DocStatus.OK))
+        status = str(record.status)
         self.documents[status] += 1
         self.skipped_documents += int(skipped)
         if not skipped:
-            self._add_page_summaries(record.get("pages") or [])
-        if status != DocStatus.OK:
+            self._add_page_summaries(record.pages)
+        if record.status is not DocStatus.OK:
             self.failures.append(
                 {
-                    "source": record.get("source"),
+                    "source": record.source,
                     "status": status,
-                    "reason": record.get("reason"),
-                    "message": record.get("message"),
+                    "reason": record.reason,
+                    "message": record.message,
                 }
             )
 
-    def _add_page_summaries(self, pages: Iterable[dict[str, Any]]) -> None:
+    def _add_page_summaries(self, pages: Iterable[PageSummary]) -> None:
         for page in pages:
-            self.pages[str(page.get("status"))] += 1
-            self.routes[str(page.get("route"))] += 1
-            self.tokens_in += int(page.get("tokens_in") or 0)
-            self.tokens_out += int(page.get("tokens_out") or 0)
+            self.pages[page.status] += 1
+            self.routes[page.route] += 1
+            self.tokens_in += page.tokens_in
+            self.tokens_out += page.tokens_out
 
     def worker_lost(self, worker: str, message: str) -> None:
         """Record a worker that died mid-run (listed with the failures)."""

@@ -7,6 +7,8 @@ from collections import Counter
 from typing import Any
 
 from ocrflow.leases import LeaseManager
+from ocrflow.records import RunRecord
+from ocrflow.types import DocStatus
 from ocrflow.workitems import Manifest
 from ocrflow.workspace import Workspace
 
@@ -18,7 +20,7 @@ def collect_status(workspace: Workspace, *, gpu_hour_cost: float | None = None) 
     """One JSON-ready object: ``documents``, ``pages``, ``failures``, ``runs``, ``last_run``."""
     records = workspace.done_records()
     runs = workspace.run_records()
-    documents: Counter[str] = Counter(r["status"] for r in records)
+    documents: Counter[str] = Counter(str(r.status) for r in records)
     manifest = Manifest(workspace.store)
     done_items = manifest.done_item_ids()
     pending = [i for i in manifest.items() if i.item_id not in done_items]
@@ -29,22 +31,17 @@ def collect_status(workspace: Workspace, *, gpu_hour_cost: float | None = None) 
     routes: Counter[str] = Counter()
     tokens_in = tokens_out = 0
     for record in records:
-        for page in record.get("pages", []):
-            pages[page["status"]] += 1
-            routes[page["route"]] += 1
-            tokens_in += page.get("tokens_in", 0)
-            tokens_out += page.get("tokens_out", 0)
+        for page in record.pages:
+            pages[page.status] += 1
+            routes[page.route] += 1
+            tokens_in += page.tokens_in
+            tokens_out += page.tokens_out
     failures = [
-        {
-            "source": r["source"],
-            "status": r["status"],
-            "reason": r.get("reason"),
-            "message": r.get("message"),
-        }
+        {"source": r.source, "status": str(r.status), "reason": r.reason, "message": r.message}
         for r in records
-        if r["status"] != "ok"
+        if r.status is not DocStatus.OK
     ]
-    last = runs[-1] if runs else None
+    last = runs[-1].model_dump() if runs else None
     status: dict[str, Any] = {
         "output": workspace.store.root,
         "documents": dict(documents),
@@ -63,18 +60,16 @@ def collect_status(workspace: Workspace, *, gpu_hour_cost: float | None = None) 
     return status
 
 
-def _workers(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _workers(runs: list[RunRecord]) -> list[dict[str, Any]]:
     """Each worker's latest run: pages done, pages/s, and whether it is still alive."""
     now = time.time()
-    latest: dict[str, dict[str, Any]] = {}
-    for run in runs:
-        latest[run.get("worker", "?")] = run
+    latest = {run.worker: run for run in runs}
     return [
         {
             "worker": name,
-            "pages": sum(run.get("pages", {}).values()),
-            "pages_per_s": run.get("pages_per_s"),
-            "alive": not run.get("finished") and now - run.get("heartbeat", 0) < _ALIVE_S,
+            "pages": sum(run.pages.values()),
+            "pages_per_s": run.pages_per_s,
+            "alive": not run.finished and now - run.heartbeat < _ALIVE_S,
         }
         for name, run in sorted(latest.items())
     ]

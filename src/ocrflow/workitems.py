@@ -10,42 +10,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
 
+from ocrflow.records import ItemDone, ItemStatus, WorkItem, dump_lines, dump_list
 from ocrflow.sources import Source
 from ocrflow.storage import Store
+
+__all__ = ["ItemDone", "Manifest", "WorkItem", "document_items", "item_id_for", "range_items"]
 
 MANIFEST_DIR = ".ocrflow/manifest"
 RANGES_DIR = ".ocrflow/ranges"
 ITEMS_DONE_DIR = ".ocrflow/items"
 _SHARD_ITEMS = 5000
-
-
-@dataclass(frozen=True, slots=True)
-class WorkItem:
-    """A document (``first == last == 0``) or pages ``first..last`` of one."""
-
-    item_id: str
-    uri: str
-    rel: str
-    kind: str
-    size: int
-    first: int = 0
-    last: int = 0
-    #: For range items: the document id every range of the document shares.
-    doc_id: str = ""
-
-    @property
-    def is_range(self) -> bool:
-        return self.first > 0
-
-    @property
-    def source(self) -> Source:
-        return Source(self.uri, self.rel, self.kind, self.size)
-
-    def shard(self, num_shards: int) -> int:
-        """A stable shard number for ``--shard-index/--num-shards`` static splits."""
-        return int(self.item_id[:8], 16) % num_shards
 
 
 def item_id_for(uri: str, rel: str, fingerprint: str) -> str:
@@ -56,7 +31,13 @@ def item_id_for(uri: str, rel: str, fingerprint: str) -> str:
 def document_items(sources: Iterable[tuple[Source, str]], fingerprint: str) -> list[WorkItem]:
     """One item per (source, unique relative name)."""
     return [
-        WorkItem(item_id_for(s.uri, rel, fingerprint), s.uri, rel, s.kind, s.size)
+        WorkItem(
+            item_id=item_id_for(s.uri, rel, fingerprint),
+            uri=s.uri,
+            rel=rel,
+            kind=s.kind,
+            size=s.size,
+        )
         for s, rel in sources
     ]
 
@@ -65,15 +46,13 @@ def range_items(parent: WorkItem, doc_id: str, pages: tuple[int, ...], span: int
     """Split a long document's selected pages into items of at most ``span`` pages."""
     chunks = [pages[i : i + span] for i in range(0, len(pages), span)]
     return [
-        WorkItem(
-            f"{parent.item_id}@{c[0]}-{c[-1]}",
-            parent.uri,
-            parent.rel,
-            parent.kind,
-            parent.size,
-            c[0],
-            c[-1],
-            doc_id,
+        parent.model_copy(
+            update={
+                "item_id": f"{parent.item_id}@{c[0]}-{c[-1]}",
+                "first": c[0],
+                "last": c[-1],
+                "doc_id": doc_id,
+            }
         )
         for c in chunks
     ]
@@ -95,7 +74,7 @@ class Manifest:
         for key in self.store.list(MANIFEST_DIR):
             for line in (self.store.read_bytes(key) or b"").splitlines():
                 if line.strip():
-                    item = WorkItem(**json.loads(line))
+                    item = WorkItem.load(line)
                     seen.setdefault(item.item_id, item)
         return list(seen.values())
 
@@ -106,39 +85,38 @@ class Manifest:
         for start in range(0, len(new), _SHARD_ITEMS):
             shard = new[start : start + _SHARD_ITEMS]
             digest = hashlib.sha256("".join(i.item_id for i in shard).encode()).hexdigest()[:16]
-            blob = "".join(json.dumps(asdict(i)) + "\n" for i in shard).encode()
-            self.store.create_exclusive(f"{MANIFEST_DIR}/{digest}.jsonl", blob)
+            self.store.create_exclusive(f"{MANIFEST_DIR}/{digest}.jsonl", dump_lines(shard))
         return len(new)
 
     # -- ranges of long documents -------------------------------------------------------
     def split(self, parent: WorkItem, ranges: list[WorkItem]) -> list[WorkItem]:
         """Record how a long document is split; the first recorded split wins."""
-        blob = json.dumps([asdict(r) for r in ranges]).encode()
-        self.store.create_exclusive(f"{RANGES_DIR}/{parent.item_id}.json", blob)
+        self.store.create_exclusive(f"{RANGES_DIR}/{parent.item_id}.json", dump_list(ranges))
         return self.ranges(parent.item_id) or ranges
 
     def ranges(self, parent_id: str) -> list[WorkItem]:
         """The range items a document was split into, or ``[]``."""
         blob = self.store.read_bytes(f"{RANGES_DIR}/{parent_id}.json")
-        return [WorkItem(**r) for r in json.loads(blob)] if blob else []
+        return [WorkItem.model_validate(r) for r in json.loads(blob)] if blob else []
 
     def all_ranges(self) -> list[WorkItem]:
         """Every range item of every split document."""
         found = []
         for key in self.store.list(RANGES_DIR):
-            found.extend(WorkItem(**r) for r in json.loads(self.store.read_bytes(key) or b"[]"))
+            blob = self.store.read_bytes(key) or b"[]"
+            found.extend(WorkItem.model_validate(r) for r in json.loads(blob))
         return found
 
     # -- item completion ----------------------------------------------------------------
-    def mark_item_done(self, item: WorkItem, doc_id: str, status: str) -> None:
+    def mark_item_done(self, item: WorkItem, doc_id: str, status: ItemStatus) -> None:
         """Record that an item needs no more work (its outputs are already written)."""
-        blob = json.dumps({"item_id": item.item_id, "doc_id": doc_id, "status": status}).encode()
-        self.store.write_bytes(f"{ITEMS_DONE_DIR}/{item.item_id}.json", blob)
+        record = ItemDone(item_id=item.item_id, doc_id=doc_id, status=status)
+        self.store.write_bytes(f"{ITEMS_DONE_DIR}/{item.item_id}.json", record.dump())
 
-    def item_done(self, item_id: str) -> dict[str, str] | None:
+    def item_done(self, item_id: str) -> ItemDone | None:
         """The completion record of an item, or ``None``."""
         blob = self.store.read_bytes(f"{ITEMS_DONE_DIR}/{item_id}.json")
-        return json.loads(blob) if blob else None
+        return ItemDone.load(blob) if blob else None
 
     def done_item_ids(self) -> set[str]:
         """Ids of every finished item (one listing, for planning a pass over the items)."""
@@ -149,7 +127,7 @@ class Manifest:
         cleared = 0
         for item_id in self.done_item_ids():
             record = self.item_done(item_id)
-            if record and record.get("doc_id") in doc_ids:
+            if record and record.doc_id in doc_ids:
                 self.store.delete(f"{ITEMS_DONE_DIR}/{item_id}.json")
                 cleared += 1
         return cleared

@@ -17,9 +17,9 @@ from typing import Any, ParamSpec, TypeVar
 
 from ocrflow.config import RunConfig
 from ocrflow.errors import OutputError, WorkspaceError
+from ocrflow.records import DoneRecord, PageSummary, RunRecord
 from ocrflow.storage import Store
 from ocrflow.types import (
-    DocStatus,
     DocumentResult,
     Figure,
     ImageSize,
@@ -94,15 +94,15 @@ def figure_blob_name(page: int, index: int) -> str:
     return f"fig-p{page}-{index}.png"
 
 
-def result_from_done(record: Mapping[str, Any]) -> DocumentResult:
+def result_from_done(record: DoneRecord) -> DocumentResult:
     """A finished document as its done marker tells it (its pages' texts are not kept)."""
     return DocumentResult(
-        str(record["doc_id"]),
-        str(record["source"]),
-        DocStatus(str(record["status"])),
-        page_count=int(record.get("page_count") or 0),
-        reason=record.get("reason"),
-        message=record.get("message"),
+        record.doc_id,
+        record.source,
+        record.status,
+        page_count=record.page_count,
+        reason=record.reason,
+        message=record.message,
     )
 
 
@@ -149,9 +149,9 @@ class Workspace:
         """Forget finished documents with these statuses (and reasons); return their ids."""
         requeued = set()
         for record in self.done_records():
-            if record["status"] in statuses and (not reasons or record.get("reason") in reasons):
-                self.clear_done(record["doc_id"])
-                requeued.add(record["doc_id"])
+            if record.status in statuses and (not reasons or record.reason in reasons):
+                self.clear_done(record.doc_id)
+                requeued.add(record.doc_id)
         return requeued
 
     def recorded_config(self) -> dict[str, Any]:
@@ -160,37 +160,44 @@ class Workspace:
         return json.loads(blob) if blob else {}
 
     # -- documents -----------------------------------------------------------------------
-    def done_record(self, doc_id: str) -> dict[str, Any] | None:
+    def done_record(self, doc_id: str) -> DoneRecord | None:
         """The done marker of a finished document, or ``None``."""
         blob = self.store.read_bytes(self._key("done", f"{doc_id}.json"))
-        return json.loads(blob) if blob else None
+        return DoneRecord.load(blob) if blob else None
 
-    def mark_done(self, result: DocumentResult, extra: dict[str, Any] | None = None) -> None:
+    def mark_done(self, result: DocumentResult, *, rel: str = "", content_sha256: str = "") -> None:
         """Write the done marker. Call only after the document's outputs are written."""
-        record = {
-            "doc_id": result.doc_id,
-            "source": result.source,
-            "status": str(result.status),
-            "reason": result.reason,
-            "message": result.message,
-            "page_count": result.page_count,
-            "pages": [_page_summary(p) for p in result.pages],
-            "finished": time.time(),
-            **(extra or {}),
-        }
-        self.store.write_bytes(self._key("done", f"{result.doc_id}.json"), _dumps(record))
+        record = DoneRecord(
+            doc_id=result.doc_id,
+            source=result.source,
+            status=result.status,
+            reason=result.reason,
+            message=result.message,
+            page_count=result.page_count,
+            pages=tuple(PageSummary.model_validate(_page_summary(p)) for p in result.pages),
+            finished=time.time(),
+            rel=rel,
+            content_sha256=content_sha256,
+        )
+        self.store.write_bytes(self._key("done", f"{result.doc_id}.json"), record.dump())
 
     def clear_done(self, doc_id: str) -> None:
         """Forget that a document finished, so the next run does it again."""
         self.store.delete(self._key("done", f"{doc_id}.json"))
 
-    def done_records(self) -> list[dict[str, Any]]:
+    def done_ids(self) -> set[str]:
+        """Ids of the documents with a done marker (one listing, no reads)."""
+        return {
+            k.rsplit("/", 1)[-1].removesuffix(".json") for k in self.store.list(self._key("done"))
+        }
+
+    def done_records(self) -> list[DoneRecord]:
         """Every done marker."""
         records = []
         for key in self.store.list(self._key("done")):
             blob = self.store.read_bytes(key)
             if blob:
-                records.append(json.loads(blob))
+                records.append(DoneRecord.load(blob))
         return records
 
     # -- page checkpoints ----------------------------------------------------------------
@@ -250,18 +257,18 @@ class Workspace:
         return f"{root}/{WORKSPACE_DIR}/logs"
 
     # -- runs ----------------------------------------------------------------------------
-    def record_run(self, run_id: str, stats: dict[str, Any]) -> None:
+    def record_run(self, record: RunRecord) -> None:
         """Save one run's (or worker's) figures for ``ocrflow status``."""
-        self.store.write_bytes(self._key("runs", f"{run_id}.json"), _dumps(stats))
+        self.store.write_bytes(self._key("runs", f"{record.run_id}.json"), record.dump())
 
-    def run_records(self) -> list[dict[str, Any]]:
+    def run_records(self) -> list[RunRecord]:
         """Every recorded run, oldest first."""
         records = []
         for key in self.store.list(self._key("runs")):
             blob = self.store.read_bytes(key)
             if blob:
-                records.append(json.loads(blob))
-        return sorted(records, key=lambda r: r.get("started", 0))
+                records.append(RunRecord.load(blob))
+        return sorted(records, key=lambda r: r.started)
 
 
 def _page_summary(page: PageResult) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def _out(tmp_path: Path) -> tuple[Path, LocalStore]:
     for doc in _docs():
         jsonl.write(FinishedDocument(doc, META))
         parquet.write(FinishedDocument(doc, META))
-        workspace.mark_done(doc, {"rel": META.rel, "content_sha256": META.content_sha256})
+        workspace.mark_done(doc, rel=META.rel, content_sha256=META.content_sha256)
     parquet.close()
     # A record whose document never finished (no done marker) is not exported.
     jsonl.write(

@@ -55,8 +55,10 @@ def test_done_marker(tmp_path: Path) -> None:
     )
     ws.mark_done(result)
     record = ws.done_record("d")
-    assert record is not None and record["status"] == "partial"
-    assert "text" not in record["pages"][0]
+    assert record is not None and record.status is DocStatus.PARTIAL
+    assert record.pages[0].page == 1 and record.pages[0].route == "engine"
+    stored = json.loads((tmp_path / ".ocrflow" / "done" / "d.json").read_text())
+    assert "text" not in stored["pages"][0], "done markers never hold page text"
     ws.clear_done("d")
     assert ws.done_record("d") is None
 

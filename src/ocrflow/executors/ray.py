@@ -25,11 +25,12 @@ from ocrflow.config import RunConfig
 from ocrflow.errors import ConfigError
 from ocrflow.executors.local import plan_run
 from ocrflow.executors.worker import WorkerOptions, work
+from ocrflow.records import DoneRecord
 from ocrflow.runstats import RunStats
 from ocrflow.sources import Source
 from ocrflow.storage import open_store
 from ocrflow.workitems import Manifest
-from ocrflow.workspace import WORKSPACE_DIR, Workspace
+from ocrflow.workspace import Workspace
 
 log = logging.getLogger("ocrflow.ray")
 #: How many dead actors may be replaced, per actor asked for.
@@ -169,8 +170,7 @@ def _first_line(exc: BaseException) -> str:
 
 def _done_doc_ids(workspace: Workspace) -> set[str]:
     """Ids of the documents with a done marker (one listing, no reads)."""
-    keys = workspace.store.list(f"{WORKSPACE_DIR}/done")
-    return {k.rsplit("/", 1)[-1].removesuffix(".json") for k in keys}
+    return workspace.done_ids()
 
 
 def _work_left(workspace: Workspace) -> bool:
@@ -192,7 +192,8 @@ def _merge(tallies: list[dict[str, Any]], workspace: Workspace, before: set[str]
         stats.tokens_out += tally["tokens_out"]
         stats.leases_lost += tally["leases_lost"]
     for doc_id in sorted(before):
-        stats.add_done_record(workspace.done_record(doc_id) or {"doc_id": doc_id}, skipped=True)
+        record = workspace.done_record(doc_id) or DoneRecord(doc_id=doc_id, source="")
+        stats.add_done_record(record, skipped=True)
     return stats
 
 
@@ -201,7 +202,7 @@ def _recount(workspace: Workspace, before: set[str]) -> RunStats:
     what they committed is not)."""
     stats = RunStats()
     for record in workspace.done_records():
-        stats.add_done_record(record, skipped=record.get("doc_id") in before)
+        stats.add_done_record(record, skipped=record.doc_id in before)
     return stats
 
 

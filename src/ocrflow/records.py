@@ -1,0 +1,150 @@
+"""The records a run leaves in its workspace, one definition each: done markers, work items
+and their completion, run records, leases.
+
+They are pydantic models: written with ``dump()``, read with ``load()``. Unknown fields are
+ignored and missing ones take their defaults, so a workspace written by an older ocrflow
+(the same JSON shapes, fewer fields) still resumes, and an older ocrflow reading a newer
+workspace ignores what it does not know.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ocrflow.sources import Source
+from ocrflow.types import DocStatus
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    def dump(self) -> bytes:
+        """Compact JSON, UTF-8, as stored."""
+        return self.model_dump_json(exclude_none=False).encode()
+
+    @classmethod
+    def load(cls, blob: bytes | str) -> Self:
+        """Parse a stored record (old shapes included)."""
+        return cls.model_validate_json(blob)
+
+
+class FigureSummary(_Record):
+    """A figure of a page as a done marker keeps it (the crop itself is an output file)."""
+
+    page: int
+    index: int
+    label: str = "image"
+    box: tuple[float, ...] = ()
+
+
+class PageSummary(_Record):
+    """One page of a finished document, without its text (that is in the outputs)."""
+
+    page: int
+    route: str
+    status: str = "ok"
+    attempts: int = 0
+    error: str | None = None
+    reason: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    figures: tuple[FigureSummary, ...] = ()
+    image_size: dict[str, int] | None = None
+
+
+class DoneRecord(_Record):
+    """A document's done marker: written after its outputs, the proof it needs no work."""
+
+    doc_id: str
+    source: str
+    status: DocStatus = DocStatus.OK
+    reason: str | None = None
+    message: str | None = None
+    page_count: int = 0
+    pages: tuple[PageSummary, ...] = ()
+    finished: float = 0.0
+    #: The document's output name and content hash, as the run that finished it saw them.
+    rel: str = ""
+    content_sha256: str = ""
+
+
+ItemStatus = Literal["done", "split", "range"]
+
+
+class WorkItem(_Record):
+    """A document (``first == last == 0``) or pages ``first..last`` of one."""
+
+    item_id: str
+    uri: str
+    rel: str
+    kind: str
+    size: int
+    first: int = 0
+    last: int = 0
+    #: For range items: the document id every range of the document shares.
+    doc_id: str = ""
+
+    @property
+    def is_range(self) -> bool:
+        return self.first > 0
+
+    @property
+    def source(self) -> Source:
+        return Source(self.uri, self.rel, self.kind, self.size)
+
+    def shard(self, num_shards: int) -> int:
+        """A stable shard number for ``--shard-index/--num-shards`` static splits."""
+        return int(self.item_id[:8], 16) % num_shards
+
+
+class ItemDone(_Record):
+    """An item needs no more work: its document is done, split into ranges, or its range is
+    converted (the document is done when the last range is)."""
+
+    item_id: str
+    doc_id: str
+    status: ItemStatus = "done"
+
+
+class RunRecord(_Record):
+    """One run's or worker's figures, kept fresh while it works (``ocrflow status``)."""
+
+    run_id: str
+    worker: str = "?"
+    started: float = 0.0
+    finished: float | None = None
+    heartbeat: float = 0.0
+    elapsed_s: float = 0.0
+    documents: dict[str, int] = Field(default_factory=dict)
+    documents_skipped: int = 0
+    pages: dict[str, int] = Field(default_factory=dict)
+    routes: dict[str, int] = Field(default_factory=dict)
+    pages_per_s: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_out_per_s: float = 0.0
+    leases_lost: int = 0
+    workers_lost: int = 0
+
+
+class LeaseRecord(_Record):
+    """Who holds an item and until when (seconds since the epoch)."""
+
+    owner: str
+    expires: float
+    ttl_s: float = 0.0
+
+
+def dump_lines(records: list[WorkItem]) -> bytes:
+    """Records as JSON lines (a manifest shard)."""
+    return "".join(r.model_dump_json() + "\n" for r in records).encode()
+
+
+def dump_list(records: list[WorkItem]) -> bytes:
+    """Records as one JSON array (a document's ranges)."""
+    return json.dumps([r.model_dump(mode="json") for r in records]).encode()
