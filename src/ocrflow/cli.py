@@ -21,6 +21,7 @@ from rich.table import Table
 
 from ocrflow.config import (
     EngineOptions,
+    InputOptions,
     OutputOptions,
     RenderOptions,
     RouteOptions,
@@ -114,6 +115,12 @@ def run(
         str,
         typer.Option("--format", help="Output formats, comma-separated: markdown, jsonl, parquet."),
     ] = "markdown,jsonl",
+    dataset_column: Annotated[
+        str | None, typer.Option(help="Dataset inputs: the column holding images or PDFs.")
+    ] = None,
+    dataset_id_column: Annotated[
+        str | None, typer.Option(help="Dataset inputs: the column holding each row's id.")
+    ] = None,
     password: Annotated[
         list[str] | None, typer.Option(help="Password to try (repeatable).")
     ] = None,
@@ -263,8 +270,11 @@ def run(
                 formats=validate_formats(output_format.split(",")),
             ),
             scale=ScaleOptions(split_pages=split_pages, lease_ttl_s=lease_ttl),
+            input=InputOptions(
+                dataset_column=dataset_column, dataset_id_column=dataset_id_column
+            ),
         )
-        sources = expand_inputs(config.inputs, exclude=[config.output])
+        sources = expand_inputs(config.inputs, exclude=[config.output], options=config.input)
         worker = _worker_options(config.scale, shard_index, num_shards)
         plan = Plan(config, sources, worker, executor, ray_address, ray_workers)
         stats = _run_with_display(plan, quiet=quiet or as_json)
@@ -470,7 +480,7 @@ def retry(
         config = _rejoined(
             config, output, passwords=password or (), api_key=api_key, lease_ttl=lease_ttl
         )
-        sources = expand_inputs(config.inputs, exclude=[config.output])
+        sources = expand_inputs(config.inputs, exclude=[config.output], options=config.input)
         plan = Plan(config, sources, _worker_options(config.scale))
         stats = _run_with_display(plan, quiet=quiet)
     except (OutputError, ExceptionGroup) as exc:

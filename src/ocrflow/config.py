@@ -86,6 +86,18 @@ class OutputOptions(_Options):
     formats: tuple[str, ...] = ("markdown", "jsonl")
 
 
+class InputOptions(_Options):
+    """How dataset inputs (Parquet, ``save_to_disk`` folders) become documents. Recorded with
+    the run, so ``ocrflow worker`` and ``retry`` read rows the same way. The column is part of
+    the fingerprint (another column holds other pages); the id column is not (it names rows:
+    their items differ anyway)."""
+
+    #: The column holding each row's image or PDF; ``None``: the only such column.
+    dataset_column: str | None = None
+    #: The column holding each row's id; ``None``: ``<shard stem>-<row index>``.
+    dataset_id_column: str | None = None
+
+
 class ScaleOptions(_Options):
     """How work is cut and leased among workers. Recorded with the run, so a joining
     ``ocrflow worker`` or ``ocrflow retry`` uses the same values; not part of the
@@ -109,6 +121,7 @@ class RunConfig(_Options):
     engine: EngineOptions = EngineOptions()
     out: OutputOptions = OutputOptions()
     scale: ScaleOptions = ScaleOptions()
+    input: InputOptions = InputOptions()
 
     @field_validator("pages")
     @classmethod
@@ -122,7 +135,9 @@ class RunConfig(_Options):
 
     def fingerprint_fields(self) -> dict[str, object]:
         """The settings that change what a page's output is; nothing else."""
-        return {
+        # The dataset column only when set: runs without it keep the fingerprint they had.
+        column = self.input.dataset_column
+        return ({"dataset_column": column} if column is not None else {}) | {
             "pages": self.pages,
             "target_dim": self.render.target_dim,
             "text_layer": self.route.text_layer,

@@ -12,9 +12,13 @@ metadata so that ``datasets`` decodes the image column as before.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import posixpath
+import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -26,13 +30,31 @@ from fsspec import AbstractFileSystem
 
 from ocrflow.errors import ConfigError, SourceError
 from ocrflow.sinks.parquet import ShardLimits, ShardWriter, worker_shards
-from ocrflow.sources import sniff_kind
+from ocrflow.sources import RowRef, Source, parse_row_uri, row_uri, sniff_kind
 from ocrflow.storage import Store
+
+__all__ = [
+    "DatasetRow",
+    "RowCursor",
+    "RowFetcher",
+    "RowRef",
+    "choose_column",
+    "dataset_files",
+    "dataset_schema",
+    "is_dataset_input",
+    "iter_dataset_rows",
+    "iter_row_sources",
+    "parse_row_uri",
+    "row_uri",
+    "write_back",
+]
 
 DatasetFormat = Literal["parquet", "arrow"]
 RowKind = Literal["image", "pdf", "missing"]
 _SIDECARS = (".json", ".md", ".txt", ".gitattributes", ".lock", ".crc")
 _HF_KEY = b"huggingface"
+WRITE_BACK_DIR = "dataset"
+_COPY_PREFIX = ".ocrflow-row-"
 ADDED_FIELDS = (pa.field("markdown", pa.string()), pa.field("ocr_status", pa.string()))
 
 
@@ -156,14 +178,59 @@ def _check_id_column(schema: pa.Schema, id_column: str | None) -> None:
 
 
 # -- reading -----------------------------------------------------------------------------
-def _batches(files: DatasetFiles, path: str, batch_size: int) -> Iterator[pa.RecordBatch]:
+def _batches(
+    files: DatasetFiles, path: str, batch_size: int, columns: list[str] | None = None
+) -> Iterator[pa.RecordBatch]:
+    """The shard's rows in batches; ``columns``: read only these (Parquet reads no others)."""
     with files.fs.open(path, "rb") as handle:
         if files.format == "parquet":
-            yield from pq.ParquetFile(handle).iter_batches(batch_size=batch_size)
+            yield from pq.ParquetFile(handle).iter_batches(batch_size=batch_size, columns=columns)
             return
         for batch in pa.ipc.open_stream(handle):
+            if columns is not None:
+                batch = batch.select(columns)
             for start in range(0, batch.num_rows, batch_size):
                 yield batch.slice(start, batch_size)
+
+
+def _absolute(location: str) -> str:
+    """Local locations made absolute: a row URI must name the same rows from any directory."""
+    if "://" in location and not location.startswith("file://"):
+        return location
+    return os.path.abspath(location.removeprefix("file://"))
+
+
+def iter_row_sources(
+    location: str,
+    *,
+    column: str | None = None,
+    id_column: str | None = None,
+    batch_size: int = 64,
+) -> Iterator[Source]:
+    """One ``Source`` a row (``uri`` from ``row_uri``, ``rel`` the row id, ``kind`` sniffed,
+    ``size`` the document's bytes), reading only the document and id columns, one batch at
+    a time; no row's bytes are kept."""
+    location = _absolute(location)
+    files = dataset_files(location)
+    column = choose_column(dataset_schema(files), column)
+    _check_id_column(dataset_schema(files), id_column)
+    wanted = [column] + ([id_column] if id_column and id_column != column else [])
+    for path in files.paths:
+        shard = posixpath.relpath(path, files.root)
+        index = 0
+        for batch in _batches(files, path, batch_size, wanted):
+            for values in batch.to_pylist():
+                data = _document_bytes(files, shard, values.get(column))
+                row_id = _row_id(shard, index, values.get(id_column) if id_column else None)
+                ref = RowRef(location, shard, index, row_id)
+                yield Source(row_uri(ref), row_id, sniff_kind(data[:1024]), len(data))
+                index += 1
+
+
+def _row_id(shard: str, index: int, value: Any) -> str:
+    if value is not None:
+        return str(value)
+    return f"{posixpath.splitext(posixpath.basename(shard))[0]}-{index}"
 
 
 def iter_dataset_rows(
@@ -195,12 +262,9 @@ def _row(
     column: str,
     id_column: str | None,
 ) -> DatasetRow:
-    if id_column is not None and columns.get(id_column) is not None:
-        row_id = str(columns[id_column])
-        identity = f"id:{row_id}"
-    else:
-        row_id = f"{posixpath.splitext(posixpath.basename(shard))[0]}-{index}"
-        identity = f"row:{shard}#{index}"
+    value = columns.get(id_column) if id_column is not None else None
+    row_id = _row_id(shard, index, value)
+    identity = f"id:{row_id}" if value is not None else f"row:{shard}#{index}"
     data = _document_bytes(files, shard, columns.get(column))
     kind = sniff_kind(data[:1024])
     return DatasetRow(
@@ -234,6 +298,121 @@ def _document_bytes(files: DatasetFiles, shard: str, value: Any) -> bytes:
         return b""  # recorded as a missing document, not a crash of the batch
 
 
+# -- fetching rows for workers -----------------------------------------------------------
+class RowCursor:
+    """Reads rows of one dataset forward, holding one batch of one column of one shard.
+
+    ``fetch`` moves forward to the asked row; an earlier row, or another shard, reopens (a
+    Parquet shard at the row group holding the row). Workers take items roughly in manifest
+    order, so a run reads each shard about once. Not thread-safe: ``RowFetcher`` locks.
+    """
+
+    def __init__(self, files: DatasetFiles, column: str, *, batch_size: int = 16) -> None:
+        self.files = files
+        self.column = column
+        self.batch_size = batch_size
+        self.reopens = 0
+        self._shard: str | None = None
+        self._batches: Iterator[pa.RecordBatch] = iter(())
+        self._batch: pa.Array | None = None
+        self._start = 0
+
+    @property
+    def held_rows(self) -> int:
+        """Rows of the batch in memory now (at most ``batch_size``)."""
+        return 0 if self._batch is None else len(self._batch)
+
+    def fetch(self, shard: str, index: int) -> bytes:
+        """The document bytes of row ``index`` of ``shard`` (``b""`` when the cell is empty)."""
+        if shard != self._shard or self._batch is None or index < self._start:
+            self._open(shard, index)
+        assert self._batch is not None
+        while index >= self._start + len(self._batch):
+            self._start += len(self._batch)
+            batch = next(self._batches, None)
+            if batch is None:
+                self._batch = None
+                raise SourceError(f"{shard} has no row {index}")
+            self._batch = batch.column(0)
+        return _document_bytes(self.files, shard, self._batch[index - self._start].as_py())
+
+    def _open(self, shard: str, index: int) -> None:
+        path = posixpath.join(self.files.root, shard)
+        if path not in self.files.paths:
+            raise SourceError(f"the dataset has no shard {shard}")
+        if self._shard is not None:
+            self.reopens += 1
+        self._shard, self._start = shard, 0
+        if self.files.format == "parquet":
+            self._batches = self._parquet_from(path, index)
+        else:
+            self._batches = _batches(self.files, path, self.batch_size, [self.column])
+        first = next(self._batches, None)
+        self._batch = first.column(0) if first is not None else pa.array([], pa.binary())
+
+    def _parquet_from(self, path: str, index: int) -> Iterator[pa.RecordBatch]:
+        """Batches from the row group holding ``index`` (earlier groups are skipped)."""
+        with self.files.fs.open(path, "rb") as handle:
+            parquet = pq.ParquetFile(handle)
+            groups = [parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)]
+            first = 0
+            while first < len(groups) - 1 and self._start + groups[first] <= index:
+                self._start += groups[first]
+                first += 1
+            yield from parquet.iter_batches(
+                batch_size=self.batch_size,
+                row_groups=range(first, len(groups)),
+                columns=[self.column],
+            )
+
+
+class RowFetcher:
+    """A worker's local copies of its documents: a dataset row is written to a temporary
+    file from a ``RowCursor`` (one per dataset, kept across documents); anything else goes
+    to ``remote.local_copy``. Thread-safe (documents are fetched from worker threads)."""
+
+    def __init__(self, column: str | None = None) -> None:
+        self.column = column
+        self._cursors: dict[str, RowCursor] = {}
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def local_copy(self, uri: str) -> Iterator[str]:
+        """A local path holding ``uri``'s bytes, removed on exit when it is a copy."""
+        ref = parse_row_uri(uri)
+        if ref is None:
+            from ocrflow.remote import local_copy
+
+            with local_copy(uri) as path:
+                yield path
+            return
+        data = self.fetch(ref)
+        fd, tmp = tempfile.mkstemp(prefix=_COPY_PREFIX)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            del data
+            yield tmp
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def fetch(self, ref: RowRef) -> bytes:
+        """The bytes of the row ``ref`` names; ``SourceError`` when it cannot be read."""
+        with self._lock:
+            try:
+                return self._cursor(ref.location).fetch(ref.shard, ref.index)
+            except (OSError, pa.ArrowException, ConfigError) as exc:
+                raise SourceError(f"cannot read row {ref.index} of {ref.shard}: {exc}") from exc
+
+    def _cursor(self, location: str) -> RowCursor:
+        if location not in self._cursors:
+            files = dataset_files(location)
+            column = choose_column(dataset_schema(files), self.column)
+            self._cursors[location] = RowCursor(files, column)
+        return self._cursors[location]
+
+
 # -- writing back ------------------------------------------------------------------------
 def write_back_schema(schema: pa.Schema) -> pa.Schema:
     """The input schema plus ``markdown`` and ``ocr_status``; Hugging Face feature metadata
@@ -260,20 +439,22 @@ def write_back(
     schema: pa.Schema,
     worker: str = "dataset",
     limits: ShardLimits | None = None,
+    prefix: str = WRITE_BACK_DIR,
 ) -> list[str]:
     """Write ``(row, markdown, ocr_status)`` as the input's columns plus ``markdown`` and
-    ``ocr_status``, in shards under ``parquet/``; returns the shard keys written.
+    ``ocr_status``, in shards ``<prefix>/<worker>-<n>.parquet`` (default ``dataset/``: apart
+    from the run's own ``parquet/`` shards, whose schema differs); returns the keys written.
 
     Shards are numbered from 0 and the worker's shards of an earlier write-back beyond them
     are deleted: writing back again replaces the set, it never adds rows twice.
     """
     target = write_back_schema(schema)
-    writer = ShardWriter(out_store, worker, target, limits, first_number=0)
+    writer = ShardWriter(out_store, worker, target, limits, prefix=prefix, first_number=0)
     for row, markdown, status in rows:
         record = {**row.columns, "markdown": markdown, "ocr_status": status}
         writer.add(record, row.doc_id, len(row.data) + len(markdown or "") + 256)
     writer.flush()
-    stale = set(worker_shards(out_store, writer.worker)) - set(writer.written)
+    stale = set(worker_shards(out_store, writer.worker, prefix)) - set(writer.written)
     for key in sorted(stale):
         out_store.delete(key)
     return writer.written

@@ -10,13 +10,19 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+from urllib.parse import quote, unquote
 
 from ocrflow.errors import SourceError
+
+if TYPE_CHECKING:
+    from ocrflow.config import InputOptions
 
 DOCUMENT_SUFFIXES = frozenset(
     {".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp", ".gif", ".jp2"}
 )
 _SNIFF_BYTES = 1024
+_ROW_MARK = "#row="
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +33,45 @@ class Source:
     rel: str
     kind: str
     size: int
+
+
+@dataclass(frozen=True, slots=True)
+class RowRef:
+    """Where a dataset row lives: the dataset ``location``, the ``shard`` file (relative to
+    the dataset's root), the row's ``index`` in it, and its ``row_id``."""
+
+    location: str
+    shard: str
+    index: int
+    row_id: str
+
+
+def row_uri(ref: RowRef) -> str:
+    """``<location>#row=<shard>:<index>:<row id>`` (shard and id percent-encoded): the URI of
+    a row as a source; stable, so a rerun finds the same work items."""
+    shard, row_id = quote(ref.shard, safe="/"), quote(ref.row_id, safe="")
+    return f"{ref.location}{_ROW_MARK}{shard}:{ref.index}:{row_id}"
+
+
+def parse_row_uri(uri: str) -> RowRef | None:
+    """The row a ``row_uri`` names, or ``None`` for any other URI."""
+    location, mark, tail = uri.rpartition(_ROW_MARK)
+    if not mark:
+        return None
+    shard, _, rest = tail.partition(":")
+    index, _, row_id = rest.partition(":")
+    if not index.isdigit():
+        return None
+    return RowRef(location, unquote(shard), int(index), unquote(row_id))
+
+
+def row_metadata(uri: str) -> dict[str, object]:
+    """What a document's records say of its dataset row (``row_id``, ``dataset_shard``,
+    ``dataset_row``); ``{}`` for a document that is not a row."""
+    ref = parse_row_uri(uri)
+    if ref is None:
+        return {}
+    return {"row_id": ref.row_id, "dataset_shard": ref.shard, "dataset_row": ref.index}
 
 
 def sniff_kind(head: bytes) -> str:
@@ -45,24 +90,39 @@ def sniff_kind(head: bytes) -> str:
     return "unknown"
 
 
-def expand_inputs(inputs: Iterable[str], *, exclude: Iterable[str] = ()) -> list[Source]:
+def expand_inputs(
+    inputs: Iterable[str], *, exclude: Iterable[str] = (), options: InputOptions | None = None
+) -> list[Source]:
     """All sources the inputs name, in a stable order, without duplicates.
 
     Files named explicitly are always kept (an unrecognised one fails later with a reason);
     files found by walking a directory or glob are kept when their content or suffix says
-    they are documents. Paths under ``exclude`` (the output directory) are skipped.
+    they are documents. Paths under ``exclude`` (the output directory) are skipped. A dataset
+    input (Parquet, ``save_to_disk`` folder) yields one source a row (``options`` picks its
+    columns); only ids and sizes are kept, never the rows' bytes.
     """
     excluded = tuple(os.path.realpath(e) for e in exclude if "://" not in e)
     seen: set[str] = set()
     sources: list[Source] = []
     for item in inputs:
-        for source in _expand_one(item):
+        for source in _expand_input(item, options):
             key = source.uri
             if key in seen or _is_under(key, excluded):
                 continue
             seen.add(key)
             sources.append(source)
     return sources
+
+
+def _expand_input(item: str, options: InputOptions | None) -> Iterator[Source]:
+    from ocrflow.dataset_source import is_dataset_input, iter_row_sources
+
+    if not item.startswith("@") and is_dataset_input(item):
+        column = options.dataset_column if options else None
+        id_column = options.dataset_id_column if options else None
+        yield from iter_row_sources(item, column=column, id_column=id_column)
+    else:
+        yield from _expand_one(item)
 
 
 def _expand_one(item: str) -> Iterator[Source]:

@@ -10,14 +10,18 @@ import pyarrow.parquet as pq
 import pytest
 
 from ocrflow.dataset_source import (
+    RowCursor,
+    RowFetcher,
     dataset_files,
     dataset_schema,
     is_dataset_input,
     iter_dataset_rows,
+    iter_row_sources,
     write_back,
 )
-from ocrflow.errors import ConfigError
+from ocrflow.errors import ConfigError, SourceError
 from ocrflow.sinks.parquet import ShardLimits
+from ocrflow.sources import RowRef, expand_inputs, parse_row_uri, row_uri
 from ocrflow.storage import LocalStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,7 +126,7 @@ def test_write_back_adds_markdown_and_keeps_the_image_feature(
     rows = iter_dataset_rows(str(path), id_column="id")
     results = ((row, f"# {row.row_id}", "ok") for row in rows)
     written = write_back(results, LocalStore(tmp_path / "out"), schema=schema, worker="w")
-    assert written == ["parquet/w-00000.parquet"]
+    assert written == ["dataset/w-00000.parquet"]
     loaded = datasets.load_dataset(
         "parquet",
         data_files=str(tmp_path / "out" / written[0]),
@@ -142,6 +146,72 @@ def test_write_back_adds_markdown_and_keeps_the_image_feature(
         worker="w",
         limits=small,
     )
-    assert again == [f"parquet/w-0000{n}.parquet" for n in range(4)]
+    assert again == [f"dataset/w-0000{n}.parquet" for n in range(4)]
     last = write_back(iter([]), LocalStore(tmp_path / "out"), schema=schema, worker="w")
-    assert last == [] and not list((tmp_path / "out" / "parquet").glob("*.parquet"))
+    assert last == [] and not list((tmp_path / "out" / "dataset").glob("*.parquet"))
+
+
+def test_row_uris_round_trip() -> None:
+    ref = RowRef("s3://b/data #1", "train/part 0.parquet", 17, "a/b:c#row=x")
+    assert parse_row_uri(row_uri(ref)) == ref
+    assert parse_row_uri("/in/scan.pdf") is None
+    assert parse_row_uri("/in/x#row=s.parquet:nope") is None
+
+
+def test_row_sources_keep_ids_and_sizes_not_bytes(
+    image_parquet: tuple[Path, list[bytes]],
+) -> None:
+    path, pngs = image_parquet
+    sources = expand_inputs([str(path)], options=None)
+    assert len(sources) == 200
+    first = sources[0]
+    assert (first.rel, first.kind, first.size) == ("pages-0", "image", len(pngs[0]))
+    ref = parse_row_uri(first.uri)
+    assert ref == RowRef(str(path), "pages.parquet", 0, "pages-0")
+    by_id = list(iter_row_sources(str(path), id_column="id"))
+    assert [s.rel for s in by_id[:2]] == ["doc-000000", "doc-000001"]
+
+
+def test_cursor_reads_forward_and_reopens_only_to_go_back(
+    image_parquet: tuple[Path, list[bytes]],
+) -> None:
+    path, pngs = image_parquet
+    cursor = RowCursor(dataset_files(str(path)), "image", batch_size=4)
+    for index in range(0, 200, 3):  # forward through all 25 row groups: one open
+        assert cursor.fetch("pages.parquet", index) == pngs[index % 4]
+        assert cursor.held_rows <= 4  # one small batch in memory, never the shard
+    assert cursor.reopens == 0
+    assert cursor.fetch("pages.parquet", 150) == pngs[150 % 4]  # backwards: reopen there
+    assert cursor.reopens == 1
+    assert cursor.fetch("pages.parquet", 151) == pngs[151 % 4]
+    assert cursor.reopens == 1
+    with pytest.raises(SourceError, match="no row 200"):
+        cursor.fetch("pages.parquet", 200)
+    with pytest.raises(SourceError, match="no shard"):
+        cursor.fetch("other.parquet", 0)
+
+
+def test_fetcher_writes_a_row_to_a_temporary_file(
+    image_parquet: tuple[Path, list[bytes]],
+) -> None:
+    path, pngs = image_parquet
+    fetcher = RowFetcher()
+    uri = row_uri(RowRef(str(path), "pages.parquet", 5, "pages-5"))
+    with fetcher.local_copy(uri) as local:
+        assert Path(local).read_bytes() == pngs[1]
+    assert not Path(local).exists()
+    with fetcher.local_copy(str(EXAMPLE_PDF)) as plain:  # other URIs: as before
+        assert plain == str(EXAMPLE_PDF)
+    with pytest.raises(SourceError):
+        fetcher.fetch(RowRef(str(path), "pages.parquet", 999, "x"))
+
+
+def test_cursor_on_a_saved_dataset(tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    pdf = EXAMPLE_PDF.read_bytes()
+    datasets.Dataset.from_dict({"pdf": [pdf, None, pdf[:50]]}).save_to_disk(str(tmp_path / "s"))
+    files = dataset_files(str(tmp_path / "s"))
+    shard = Path(files.paths[0]).name
+    cursor = RowCursor(files, "pdf", batch_size=1)
+    assert [cursor.fetch(shard, i) for i in (0, 1, 2)] == [pdf, b"", pdf[:50]]
+    assert cursor.fetch(shard, 0) == pdf and cursor.reopens == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from ocrflow.config import RunConfig
+from ocrflow.dataset_writeback import write_back_datasets
 from ocrflow.executors.worker import WorkerOptions, work
 from ocrflow.names import unique_names
 from ocrflow.pipeline import Progress
@@ -12,7 +13,7 @@ from ocrflow.runstats import RunStats
 from ocrflow.sources import Source, expand_inputs
 from ocrflow.storage import open_store
 from ocrflow.workitems import Manifest, document_items
-from ocrflow.workspace import Workspace
+from ocrflow.workspace import Workspace, store_call
 
 
 def plan_jobs(
@@ -32,7 +33,7 @@ def plan_run(config: RunConfig, sources: list[Source] | None = None) -> tuple[Wo
     workspace = Workspace(open_store(config.output))
     fingerprint = workspace.bind(config)
     if sources is None:
-        sources = expand_inputs(config.inputs, exclude=[config.output])
+        sources = expand_inputs(config.inputs, exclude=[config.output], options=config.input)
     manifest = Manifest(workspace.store)
     known = {item.uri: item.rel for item in manifest.items()}
     items = document_items(plan_jobs(sources, known), fingerprint)
@@ -50,4 +51,7 @@ async def run_local(
     """Convert every input of ``config`` into ``config.output``; resumable, and safe to run
     beside other workers on the same output."""
     workspace, _ = plan_run(config, sources)
-    return await work(config, workspace, options=worker, progress=progress)
+    stats = await work(config, workspace, options=worker, progress=progress)
+    # Dataset inputs with ``--format parquet``: the input rows again, with their Markdown.
+    await store_call(write_back_datasets, config, workspace)
+    return stats

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from ocrflow.config import EngineOptions, RunConfig
+from ocrflow.dataset_source import RowFetcher
 from ocrflow.engines.factory import build_engine
 from ocrflow.engines.session import EngineSession, open_engine
 from ocrflow.errors import SourceError
@@ -37,7 +38,7 @@ from ocrflow.pipeline import (
     document_id,
 )
 from ocrflow.reader import PageReader, PlainReader
-from ocrflow.remote import local_copy
+from ocrflow.records import DoneRecord, RunRecord
 from ocrflow.render.pool import RenderPool
 from ocrflow.runstats import RunStats
 from ocrflow.sinks import Outputs
@@ -177,7 +178,8 @@ async def _recording(
     """Keep this worker's run record fresh (status shows live workers), and final at exit."""
 
     def save() -> None:
-        workspace.record_run(run_id, {**stats.record(run_id, owner), "heartbeat": time.time()})
+        record = {**stats.record(run_id, owner), "heartbeat": time.time()}
+        workspace.record_run(RunRecord.model_validate(record))
 
     async def refresh() -> None:
         while True:
@@ -216,6 +218,8 @@ class ItemLoop:
         self._queue: deque[WorkItem] = deque()
         self._wake = asyncio.Event()
         self._rng = random.Random(owner)
+        # Dataset rows are read through one forward cursor per dataset (see dataset_source).
+        self.rows = RowFetcher(pipeline.config.input.dataset_column)
 
     def pending(self) -> list[WorkItem]:
         """Items of this worker's shard not done yet, in a worker-specific order so that
@@ -237,11 +241,10 @@ class ItemLoop:
         for item in self.manifest.items():
             if item.item_id not in done or not self._mine(item):
                 continue
-            record = self.manifest.item_done(item.item_id) or {}
-            doc = self.workspace.done_record(record.get("doc_id", "")) or {}
-            result = result_from_done(
-                {"status": "ok", **doc, "doc_id": record.get("doc_id", ""), "source": item.uri}
-            )
+            record = self.manifest.item_done(item.item_id)
+            doc_id = record.doc_id if record else ""
+            marker = self.workspace.done_record(doc_id) or DoneRecord(doc_id=doc_id, source="")
+            result = result_from_done(marker.model_copy(update={"source": item.uri}))
             self.pipeline.progress.document_finished(item.source, result, skipped=True)
 
     def _mine(self, item: WorkItem) -> bool:
@@ -328,7 +331,7 @@ class ItemLoop:
 
     async def _process(self, item: WorkItem, lease: Lease) -> None:
         with contextlib.ExitStack() as copies:
-            path = await asyncio.to_thread(_local_file, copies, item.uri)
+            path = await asyncio.to_thread(_local_file, copies, item.uri, self.rows)
             digest = await asyncio.to_thread(_hash_or_empty, path)
             doc_id = item.doc_id or document_id(digest, self.fingerprint, item.rel)
             job = DocumentJob(item.source, item.rel, doc_id, digest, path)
@@ -410,9 +413,9 @@ def _document_slots(config: RunConfig) -> int:
     return max(4, config.render.workers * 2, page_budget(config) // CHUNK_PAGES)
 
 
-def _local_file(copies: contextlib.ExitStack, uri: str) -> str:
+def _local_file(copies: contextlib.ExitStack, uri: str, rows: RowFetcher) -> str:
     try:
-        return copies.enter_context(local_copy(uri))
+        return copies.enter_context(rows.local_copy(uri))
     except SourceError:
         return uri  # unreadable: hashing and probing report it
 
@@ -434,5 +437,5 @@ def _finalize_shards(workspace: Workspace) -> None:
     manifest = Manifest(workspace.store)
     done = manifest.done_item_ids()
     finished = all(i.item_id in done for i in (*manifest.items(), *manifest.all_ranges()))
-    done_ids = {r["doc_id"] for r in workspace.done_records()} if finished else None
+    done_ids = {r.doc_id for r in workspace.done_records()} if finished else None
     finalize_shards(workspace.store, done_ids)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ocrflow.sinks.base import DocumentMeta, FinishedDocument, page_text
 from ocrflow.sinks.markdown import PAGE_JOINER
+from ocrflow.sources import row_metadata
 from ocrflow.storage import Store
 from ocrflow.types import DocumentResult, PageResult
 
@@ -57,6 +58,7 @@ def dolma_record(result: DocumentResult, meta: DocumentMeta) -> dict[str, Any]:
             "routes": dict(Counter(str(p.route) for p in pages)),
             "status": str(result.status),
             "config_fingerprint": meta.fingerprint,
+            **row_metadata(result.source),  # dataset inputs: the row's id and place
         },
         "attributes": {
             "pdf_page_numbers": spans,
