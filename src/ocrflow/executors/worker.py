@@ -108,13 +108,19 @@ def build_reader(config: RunConfig, session: EngineSession) -> PageReader:
     )
 
 
+#: Pages in flight per replica that an adaptive limit may use. Measured on one H100 with
+#: olmOCR-2 (fp8 KV cache): vLLM's batch held ~350 requests; a budget of 256 capped ocrflow
+#: below that (0.84-0.91 of a bare client). A page costs ~0.1-0.3 MB while it waits.
+ADAPTIVE_PAGES_PER_REPLICA = 512
+
+
 def page_budget(config: RunConfig) -> int:
     """How many pages may be rendered and not yet read: enough to keep the engine busy."""
     render_ahead = CHUNK_PAGES * config.render.workers * 2
     if config.engine.kind in {"embedded", "tesseract"}:
         return max(render_ahead, 32)
     replicas = max(1, len(config.engine.servers), len(config.engine.gpus))
-    concurrency = config.engine.max_concurrency or 256
+    concurrency = config.engine.max_concurrency or ADAPTIVE_PAGES_PER_REPLICA
     return render_ahead + concurrency * replicas + CHUNK_PAGES * 4
 
 
