@@ -83,6 +83,13 @@ def _openai(options: EngineOptions, servers: list[str]) -> Engine:
     )
 
 
+def managed_flags(recipe: object, options: EngineOptions) -> tuple[str, ...]:
+    """``vllm serve`` flags: the recipe's, its GPU-only ones when GPUs are named (a CPU
+    build of vLLM refuses some of them), then the user's ``--vllm-arg`` (last one wins)."""
+    gpu_flags = getattr(recipe, "gpu_server_flags", ()) if options.gpus else ()
+    return (*getattr(recipe, "server_flags", ()), *gpu_flags, *options.server_flags)
+
+
 @contextlib.asynccontextmanager
 async def _managed(
     options: EngineOptions, recipe: object, log_dir: str | None
@@ -92,7 +99,7 @@ async def _managed(
     spec = ServerSpec(
         model=options.model or "",
         served_model_name=options.served_model_name or options.model,
-        flags=(*getattr(recipe, "server_flags", ()), *options.server_flags),
+        flags=managed_flags(recipe, options),
         gpus=options.gpus,
         command=options.vllm_command,
         log_dir=log_dir,

@@ -276,3 +276,20 @@ def test_the_finalizer_kills_servers_whose_owner_never_stopped_them(tmp_path: Pa
     while any(running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(running(pid) for pid in pids)
+
+
+def test_olmocr_gpu_flags_only_when_gpus_are_named() -> None:
+    from ocrflow.config import EngineOptions
+    from ocrflow.engines.session import managed_flags
+    from ocrflow.recipes.olmocr import OlmocrRecipe
+
+    recipe = OlmocrRecipe()
+    on_cpu = managed_flags(recipe, EngineOptions(kind="vllm", model="m"))
+    on_gpus = managed_flags(
+        recipe,
+        EngineOptions(
+            kind="vllm", model="m", gpus=("0",), server_flags=("--kv-cache-dtype", "auto")
+        ),
+    )
+    assert "--kv-cache-dtype" not in on_cpu
+    assert on_gpus[-4:] == ("--kv-cache-dtype", "fp8", "--kv-cache-dtype", "auto"), on_gpus
