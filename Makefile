@@ -5,10 +5,10 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test lint bench bench-engines bench-textlayer bench-vlm bench-scale clean
 
-$(BIN)/ocrflow: pyproject.toml
+$(BIN)/ocrflow: pyproject.toml constraints/test.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -c constraints/test.txt -e '.[test]'
 	touch $@
 
 ## make demo: set up, then convert the bundled sample documents with the embedded CPU engine

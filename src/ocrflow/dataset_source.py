@@ -29,7 +29,12 @@ import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
 
 from ocrflow.errors import ConfigError, SourceError
-from ocrflow.sinks.parquet import ShardLimits, ShardWriter, worker_shards
+from ocrflow.sinks.parquet import (
+    ShardLimits,
+    ShardWriter,
+    release_arrow_memory_promptly,
+    worker_shards,
+)
 from ocrflow.sources import RowRef, Source, parse_row_uri, row_uri, sniff_kind
 from ocrflow.storage import Store
 
@@ -210,6 +215,7 @@ def iter_row_sources(
     """One ``Source`` a row (``uri`` from ``row_uri``, ``rel`` the row id, ``kind`` sniffed,
     ``size`` the document's bytes), reading only the document and id columns, one batch at
     a time; no row's bytes are kept."""
+    release_arrow_memory_promptly()
     location = _absolute(location)
     files = dataset_files(location)
     column = choose_column(dataset_schema(files), column)
@@ -308,6 +314,7 @@ class RowCursor:
     """
 
     def __init__(self, files: DatasetFiles, column: str, *, batch_size: int = 16) -> None:
+        release_arrow_memory_promptly()  # batches come and go all run long
         self.files = files
         self.column = column
         self.batch_size = batch_size

@@ -443,5 +443,5 @@ def _finalize_shards(workspace: Workspace) -> None:
     manifest = Manifest(workspace.store)
     done = manifest.done_item_ids()
     finished = all(i.item_id in done for i in (*manifest.items(), *manifest.all_ranges()))
-    done_ids = {r.doc_id for r in workspace.done_records()} if finished else None
+    done_ids = workspace.done_ids() if finished else None
     finalize_shards(workspace.store, done_ids)

@@ -210,7 +210,7 @@ def table_bytes(table: pa.Table) -> bytes:
 class ShardLimits:
     """When a buffer becomes a shard: whichever limit is reached first."""
 
-    max_rows: int = 1000
+    max_rows: int = 256
     max_bytes: int = 64 << 20
     #: Seconds a row may wait in the buffer (its done marker waits with it).
     max_age_s: float = 300.0
@@ -274,6 +274,18 @@ class ShardWriter:
         return ids
 
 
+def release_arrow_memory_promptly() -> None:
+    """Allocate Arrow buffers with the C library's allocator instead of Arrow's default pool.
+
+    jemalloc/mimalloc (Arrow's default pools) keep freed pages for reuse: a long run that
+    builds a shard every few hundred documents grew by ~20 kB a document although nothing
+    was held (measured: 2,000 documents, 165 -> 225 MiB; with jemalloc's decay at 0 still
+    205 MiB; with the system pool flat at ~150 MiB). A process-wide allocator setting, so
+    it is made where this process first uses Arrow for a run.
+    """
+    pa.set_memory_pool(pa.system_memory_pool())
+
+
 class ParquetSink:
     """Writes each finished document as a Parquet row; see the module docstring for the
     commit protocol (``on_commit`` receives the ids whose rows are on disk)."""
@@ -286,6 +298,7 @@ class ParquetSink:
         limits: ShardLimits | None = None,
         on_commit: Commit | None = None,
     ) -> None:
+        release_arrow_memory_promptly()
         self.shards = ShardWriter(store, worker, DOCUMENT_SCHEMA, limits)
         self.on_commit = on_commit
 
