@@ -3,9 +3,9 @@
     .venv/bin/python bench/bench_parquet.py [--docs 1000] [--rows 200 2000]
 
 (a) The same synthetic ``DocumentResult``s (3 pages of ~1.5 kB text each) go through the JSONL
-    sink (``DocumentSink``: one Markdown file and one JSONL file a document, each written
-    atomically) and through ``ParquetSink`` (buffered rows, one zstd shard per 1,000 rows),
-    each into its own local OUT, in this one run; prints µs/doc for each and their ratio.
+    sink (``JsonlSink``: one JSONL file a document, written atomically) and through
+    ``ParquetSink`` (buffered rows, one zstd shard per 256 rows), each into its own local OUT,
+    in this one run; prints µs/doc for each and their ratio.
 (b) An image dataset (``scripts/make_dataset.py``: PNG pages in an HF ``Image`` column, row
     groups of 16 rows) of each size in ``--rows`` is iterated with ``iter_dataset_rows`` in a
     fresh child process; prints the child's peak RSS (``ru_maxrss``) and its Arrow pool peak.
@@ -26,8 +26,7 @@ from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-from ocrflow.parquet_sink import ParquetSink  # noqa: E402
-from ocrflow.sinks import DocumentMeta, DocumentSink  # noqa: E402
+from ocrflow.sinks import DocumentMeta, FinishedDocument, JsonlSink, ParquetSink  # noqa: E402
 from ocrflow.storage import LocalStore  # noqa: E402
 from ocrflow.types import DocStatus, DocumentResult, PageResult, Route  # noqa: E402
 
@@ -63,26 +62,25 @@ def documents(count: int) -> list[DocumentResult]:
     ]
 
 
-def time_sink(sink: DocumentSink | ParquetSink, docs: list[DocumentResult]) -> float:
+def time_sink(sink: JsonlSink | ParquetSink, docs: list[DocumentResult]) -> float:
     """µs a document, ``close()`` (the last shard) included."""
     meta = DocumentMeta("doc.pdf", "0" * 64, None, "bench", "fp")
     start = time.perf_counter()
     for doc in docs:
-        sink.write(doc, meta)
-    if isinstance(sink, ParquetSink):
-        sink.close()
+        sink.write(FinishedDocument(doc, meta))
+    sink.close()
     return (time.perf_counter() - start) / len(docs) * 1e6
 
 
 def bench_sinks(count: int) -> None:
     docs = documents(count)
     with tempfile.TemporaryDirectory() as tmp:
-        jsonl_us = time_sink(DocumentSink(LocalStore(f"{tmp}/a"), page_separator=False), docs)
+        jsonl_us = time_sink(JsonlSink(LocalStore(f"{tmp}/a")), docs)
         parquet_us = time_sink(ParquetSink(LocalStore(f"{tmp}/b"), "bench"), docs)
         size = sum(p.stat().st_size for p in Path(tmp, "b", "parquet").glob("*.parquet"))
     print(f"(a) {count} documents, 3 pages, {len(docs[0].pages[0].text) * 3} chars each")
-    print(f"    JSONL+Markdown sink (DocumentSink): {jsonl_us:9.1f} µs/doc")
-    print(f"    Parquet sink (ParquetSink):         {parquet_us:9.1f} µs/doc ({size / 1e6:.2f} MB)")
+    print(f"    JSONL sink (JsonlSink):      {jsonl_us:9.1f} µs/doc")
+    print(f"    Parquet sink (ParquetSink):  {parquet_us:9.1f} µs/doc ({size / 1e6:.2f} MB)")
     print(f"    Parquet / JSONL: {parquet_us / jsonl_us:.3f}")
 
 
