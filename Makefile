@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-engines bench-textlayer bench-vlm bench-scale clean
+.PHONY: demo test lint bench bench-engines bench-textlayer bench-vlm bench-scale bench-parquet clean
 
 $(BIN)/ocrflow: pyproject.toml constraints/test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,7 @@ lint: $(BIN)/ocrflow
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/ruff format --check src tests bench scripts
 
-bench: bench-engines bench-textlayer bench-vlm bench-scale
+bench: bench-engines bench-textlayer bench-vlm bench-scale bench-parquet
 
 bench-engines: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_engines.py
@@ -39,6 +39,10 @@ bench-vlm: $(BIN)/ocrflow
 
 bench-scale: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_scale.py
+
+bench-parquet: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_parquet.py
+	$(BIN)/python bench/bench_dataset_run.py
 
 clean:
 	rm -rf out $(VENV) build *.egg-info
