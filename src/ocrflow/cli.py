@@ -6,10 +6,8 @@ import asyncio
 import json
 import logging
 import shlex
-import signal
 import sys
-from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,7 +15,6 @@ import typer
 from pydantic import SecretStr, ValidationError
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from ocrflow.config import (
     EngineOptions,
@@ -29,9 +26,14 @@ from ocrflow.config import (
     ScaleOptions,
 )
 from ocrflow.errors import ConfigError, OcrflowError, OutputError, first_error
-from ocrflow.executors.local import run_local
-from ocrflow.executors.worker import WorkerOptions, work
-from ocrflow.progress import BarProgress, LogProgress
+from ocrflow.executors.plan import (
+    Plan,
+    execute_plan,
+    rejoined,
+    run_until_signal,
+    worker_options,
+)
+from ocrflow.report import print_run_summary, print_status
 from ocrflow.runstats import RunStats
 from ocrflow.sinks import validate_formats
 from ocrflow.sources import expand_inputs
@@ -53,9 +55,7 @@ SCALE = "Scale-out (many workers, Ray)"
 
 def _fail(message: str) -> typer.Exit:
     # One unwrapped line: scripts grep it, and a path must not be cut in two.
-    Console(stderr=True).print(
-        f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True
-    )
+    Console(stderr=True).print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(USAGE_ERROR)
 
 
@@ -229,7 +229,8 @@ def run(
     quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Only warnings and errors.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
-    """Convert documents to Markdown and JSONL. Exit 0: all converted; 1: some failed."""
+    """Convert documents to Markdown and JSONL. Exit 0: all converted; 1: some failed;
+    2: a usage or set-up error; 3: OUT cannot be written."""
     _configure_logging(quiet)
     try:
         secrets = [*(password or []), *_read_passwords(passwords)]
@@ -270,12 +271,10 @@ def run(
                 formats=validate_formats(output_format.split(",")),
             ),
             scale=ScaleOptions(split_pages=split_pages, lease_ttl_s=lease_ttl),
-            input=InputOptions(
-                dataset_column=dataset_column, dataset_id_column=dataset_id_column
-            ),
+            input=InputOptions(dataset_column=dataset_column, dataset_id_column=dataset_id_column),
         )
         sources = expand_inputs(config.inputs, exclude=[config.output], options=config.input)
-        worker = _worker_options(config.scale, shard_index, num_shards)
+        worker = worker_options(config.scale, shard_index, num_shards)
         plan = Plan(config, sources, worker, executor, ray_address, ray_workers)
         stats = _run_with_display(plan, quiet=quiet or as_json)
     except ValidationError as exc:
@@ -289,115 +288,18 @@ def run(
     if as_json:
         typer.echo(json.dumps(stats.record("run", "local") | {"failures": stats.failures}))
     elif not quiet:
-        _print_summary(stats, output)
+        print_run_summary(stats, output)
     raise typer.Exit(stats.exit_code())
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What a run command asked for: the config, its inputs, and how to execute it."""
-
-    config: RunConfig
-    sources: list[Any] | None
-    worker: WorkerOptions
-    executor: str = "local"
-    ray_address: str | None = None
-    ray_workers: int = 2
-
-
-def _worker_options(
-    scale: ScaleOptions, shard_index: int | None = None, num_shards: int | None = None
-) -> WorkerOptions:
-    if (shard_index is None) != (num_shards is None):
-        raise ConfigError("--shard-index and --num-shards go together")
-    if num_shards is not None and not 0 <= (shard_index or 0) < num_shards:
-        raise ConfigError("--shard-index must be in 0 .. --num-shards - 1")
-    return WorkerOptions(
-        lease_ttl_s=scale.lease_ttl_s,
-        shard_index=shard_index,
-        num_shards=num_shards,
-        split_pages=scale.split_pages,
-    )
-
-
-def _rejoined(
-    config: RunConfig,
-    output: str,
-    *,
-    passwords: Sequence[str],
-    api_key: str | None,
-    servers: Sequence[str] = (),
-    workers: int | None = None,
-    lease_ttl: float | None = None,
-) -> RunConfig:
-    """The recorded config of a run, with what this command was given: secrets (never
-    recorded), the output as this process reaches it, and per-process overrides."""
-    engine: dict[str, Any] = {"servers": tuple(servers)} if servers else {}
-    if api_key:
-        engine["api_key"] = SecretStr(api_key)
-    render = {"workers": workers} if workers else {}
-    scale = {"lease_ttl_s": lease_ttl} if lease_ttl is not None else {}
-    return config.model_copy(
-        update={
-            "passwords": tuple(SecretStr(p) for p in passwords),
-            "engine": config.engine.model_copy(update=engine),
-            "render": config.render.model_copy(update=render),
-            "scale": ScaleOptions.model_validate(config.scale.model_dump() | scale),
-            "output": output,
-        }
-    )
-
-
 def _run_with_display(plan: Plan, *, quiet: bool) -> RunStats:
-    console = Console(stderr=True)
-    if plan.executor not in {"local", "ray"}:
-        raise ConfigError(f"unknown executor {plan.executor!r}: use local or ray")
-    total = len(plan.sources) if plan.sources is not None else _planned(plan.config)
     try:
-        if plan.executor == "ray":
-            from ocrflow.executors.ray import run_ray
-
-            return run_ray(
-                plan.config,
-                plan.sources,
-                plan.worker,
-                address=plan.ray_address,
-                actors=plan.ray_workers,
-            )
-        if quiet:
-            return _run_until_signal(_execute(plan, None))
-        if console.is_terminal:
-            with BarProgress(total, console) as bar:
-                return _run_until_signal(_execute(plan, bar))
-        return _run_until_signal(_execute(plan, LogProgress(total)))
+        return execute_plan(plan, quiet=quiet)
     except (KeyboardInterrupt, asyncio.CancelledError):
-        console.print("interrupted: run the same command again to resume", highlight=False)
-        raise typer.Exit(130) from None
-
-
-async def _execute(plan: Plan, progress: Any) -> RunStats:
-    if plan.sources is not None:
-        return await run_local(
-            plan.config, sources=plan.sources, progress=progress, worker=plan.worker
+        Console(stderr=True).print(
+            "interrupted: run the same command again to resume", highlight=False
         )
-    workspace = Workspace(open_store(plan.config.output))
-    return await work(plan.config, workspace, options=plan.worker, progress=progress)
-
-
-def _planned(config: RunConfig) -> int:
-    return len(Manifest(open_store(config.output)).items())
-
-
-def _run_until_signal(work: Coroutine[Any, Any, RunStats]) -> RunStats:
-    """Run ``work``; SIGTERM cancels it like Ctrl-C does, so every child is stopped."""
-
-    async def main() -> RunStats:
-        task = asyncio.current_task()
-        assert task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        return await work
-
-    return asyncio.run(main())
+        raise typer.Exit(130) from None
 
 
 def _key_values(pairs: Sequence[str]) -> dict[str, Any]:
@@ -419,29 +321,6 @@ def _validation_message(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"])
     return f"invalid option {where}: {first['msg']}"
-
-
-def _print_summary(stats: RunStats, output: str) -> None:
-    console = Console(stderr=True)
-    table = Table(title=f"ocrflow run -> {output}", show_header=True)
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    for status, count in sorted(stats.documents.items()):
-        table.add_row(f"documents {status}", str(count))
-    if stats.skipped_documents:
-        table.add_row("  of which already done", str(stats.skipped_documents))
-    for route, count in sorted(stats.routes.items()):
-        table.add_row(f"pages via {route}", str(count))
-    elapsed = stats.elapsed_s
-    table.add_row("pages/s", f"{stats.pages_done / max(elapsed, 1e-9):.2f}")
-    table.add_row("elapsed", f"{elapsed:.1f} s")
-    console.print(table)
-    for failure in stats.failures[:20]:
-        console.print(
-            f"  [yellow]{failure['status']}[/] {failure['source']}: "
-            f"[{failure['reason']}] {failure['message']}",
-            highlight=False,
-        )
 
 
 @app.command()
@@ -477,18 +356,18 @@ def retry(
         Console(stderr=True).print(f"re-queued {len(requeued)} documents")
         if not run_now or not requeued:
             raise typer.Exit(0)
-        config = _rejoined(
+        config = rejoined(
             config, output, passwords=password or (), api_key=api_key, lease_ttl=lease_ttl
         )
         sources = expand_inputs(config.inputs, exclude=[config.output], options=config.input)
-        plan = Plan(config, sources, _worker_options(config.scale))
+        plan = Plan(config, sources, worker_options(config.scale))
         stats = _run_with_display(plan, quiet=quiet)
     except (OutputError, ExceptionGroup) as exc:
         raise _output_failure(exc) from None
     except OcrflowError as exc:
         raise _fail(str(exc)) from None
     if not quiet:
-        _print_summary(stats, output)
+        print_run_summary(stats, output)
     raise typer.Exit(stats.exit_code())
 
 
@@ -514,7 +393,7 @@ def worker(
     """Join an existing run: take work items from OUT until none is left."""
     _configure_logging(quiet)
     try:
-        config = _rejoined(
+        config = rejoined(
             Workspace(open_store(output)).recorded_run_config(),
             output,
             passwords=password or (),
@@ -523,7 +402,7 @@ def worker(
             workers=workers,
             lease_ttl=lease_ttl,
         )
-        options = _worker_options(config.scale, shard_index, num_shards)
+        options = worker_options(config.scale, shard_index, num_shards)
         stats = _run_with_display(Plan(config, None, options), quiet=quiet or as_json)
     except (OutputError, ExceptionGroup) as exc:
         raise _output_failure(exc) from None
@@ -532,7 +411,7 @@ def worker(
     if as_json:
         typer.echo(json.dumps(stats.record("worker", "local") | {"failures": stats.failures}))
     elif not quiet:
-        _print_summary(stats, output)
+        print_run_summary(stats, output)
     raise typer.Exit(stats.exit_code())
 
 
@@ -570,7 +449,7 @@ def serve_engine(
             ready_timeout_s=ready_timeout,
             api_key=api_key(options),
         )
-        _run_until_signal(_serve_forever(ManagedServers(spec)))
+        run_until_signal(_serve_forever(ManagedServers(spec)))
     except OcrflowError as exc:
         raise _fail(str(exc)) from None
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -630,41 +509,7 @@ def status(
     if as_json:
         typer.echo(json.dumps(report))
         return
-    _print_status(report)
-
-
-def _print_status(report: dict[str, Any]) -> None:
-    console = Console()
-    table = Table(title=f"ocrflow status {report['output']}")
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    for key in ("documents", "pages", "routes", "failures_by_reason"):
-        for name, count in sorted(report[key].items()):
-            table.add_row(f"{key.replace('_', ' ')}: {name}", str(count))
-    last = report.get("last_run") or {}
-    if last:
-        table.add_row("last run pages/s", str(last.get("pages_per_s")))
-        if last.get("tokens_out"):
-            table.add_row("last run tokens out/s", str(last.get("tokens_out_per_s")))
-    if report["tokens"]["out"]:
-        table.add_row("tokens in / out", f"{report['tokens']['in']} / {report['tokens']['out']}")
-    table.add_row("active leases", str(len(report["active_leases"])))
-    for worker in report["workers"]:
-        state = "alive" if worker["alive"] else "finished"
-        table.add_row(
-            f"worker {worker['worker']} ({state})",
-            f"{worker['pages']} pages, {worker['pages_per_s']} pages/s",
-        )
-    if "cost_per_1000_pages" in report:
-        table.add_row("cost per 1,000 pages", str(report["cost_per_1000_pages"]))
-    console.print(table)
-    for failure in report["failures"][:50]:
-        console.print(
-            f"  {failure['status']} {failure['source']}: [{failure['reason']}] "
-            f"{failure['message']}",
-            highlight=False,
-            markup=False,
-        )
+    print_status(report)
 
 
 def main() -> None:
