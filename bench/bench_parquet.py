@@ -15,17 +15,18 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_dataset  # noqa: E402
+
 from ocrflow.sinks import DocumentMeta, FinishedDocument, JsonlSink, ParquetSink  # noqa: E402
 from ocrflow.storage import LocalStore  # noqa: E402
 from ocrflow.types import DocStatus, DocumentResult, PageResult, Route  # noqa: E402
@@ -84,16 +85,8 @@ def bench_sinks(count: int) -> None:
     print(f"    Parquet / JSONL: {parquet_us / jsonl_us:.3f}")
 
 
-def _make_dataset() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_dataset", ROOT / "scripts/make_dataset.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def bench_dataset_memory(sizes: list[int]) -> None:
-    maker = _make_dataset()
+    maker = make_dataset
     print("(b) iterating an image dataset in a child process (batch 16, row groups of 16)")
     with tempfile.TemporaryDirectory() as tmp:
         for rows in sizes:

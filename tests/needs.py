@@ -24,7 +24,8 @@ ALLOW_VARIABLE = "OCRFLOW_ALLOW_SKIP"
 TAG = re.compile(r"\[needs (\w+)\]")
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
+# Resolved: inputs are recorded by their real path, and tests compare against them.
+CORPUS = (REPO.parent / "shared" / "corpus").resolve()
 CACHE = Path(os.environ.get("OCRFLOW_CACHE", "~/.cache/ocrflow")).expanduser()
 VLLM_VENV = CACHE / "vllm-cpu"
 TINY_VLM = CACHE / "tiny-vlm"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 from pathlib import Path
-from types import ModuleType
 
+import make_dataset
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -19,14 +18,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PDF = (ROOT / "examples" / "born-digital.pdf").read_bytes()
 
 
-def _maker() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_dataset", ROOT / "scripts/make_dataset.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _white_png(size: tuple[int, int] = (300, 400)) -> bytes:
     buffer = io.BytesIO()
     Image.new("L", size, 255).save(buffer, format="PNG")
@@ -36,7 +27,7 @@ def _white_png(size: tuple[int, int] = (300, 400)) -> bytes:
 @pytest.fixture(scope="module")
 def pages() -> list[bytes]:
     """Two text pages (the engine reads them) and a white one (routed blank, no engine)."""
-    return [*_maker().page_pngs(2, size=(500, 700)), _white_png()]
+    return [*make_dataset.page_pngs(2, size=(500, 700)), _white_png()]
 
 
 def _image_rows(pages: list[bytes]) -> list[dict[str, object]]:
@@ -60,7 +51,7 @@ def _write_back(out: Path) -> pa.Table:
 
 @pytest.mark.slow
 def test_parquet_of_pages_becomes_one_record_per_row(tmp_path: Path, pages: list[bytes]) -> None:
-    maker = _maker()
+    maker = make_dataset
     data = tmp_path / "data.parquet"
     pq.write_table(pa.Table.from_pylist(_image_rows(pages), schema=maker.SCHEMA), data)
     out = tmp_path / "out"

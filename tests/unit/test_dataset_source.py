@@ -1,10 +1,9 @@
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
-from types import ModuleType
 
+import make_dataset
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -28,18 +27,10 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_PDF = ROOT / "examples" / "born-digital.pdf"
 
 
-def _make_dataset() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_dataset", ROOT / "scripts/make_dataset.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def image_parquet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[bytes]]:
     path = tmp_path_factory.mktemp("ds") / "pages.parquet"
-    pngs = _make_dataset().write_image_dataset(path, 200, row_group_size=8)
+    pngs = make_dataset.write_image_dataset(path, 200, row_group_size=8)
     return path, pngs
 
 
