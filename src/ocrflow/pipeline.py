@@ -162,12 +162,6 @@ class DocumentPipeline:
         self.progress.document_finished(job.source, result_from_done(done), skipped=True)
         return True
 
-    async def convert(self, job: DocumentJob, opened: OpenedDocument) -> DocumentResult:
-        """Convert every selected page of an opened document and commit it."""
-        self.progress.document_started(job.source, len(opened.pages))
-        results = await self.convert_pages(job, opened.pages, opened.password)
-        return await self.finish(job, opened, results)
-
     async def open(self, job: DocumentJob) -> OpenedDocument | DocumentResult:
         """Probe the document: its pages and password, or a failed result saying why."""
         failure = _unreadable(job.source)
