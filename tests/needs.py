@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-GROUPS = ("corpus", "tesseract", "vllm", "ray", "s3")
+GROUPS = ("corpus", "tesseract", "vllm", "ray", "s3", "browser", "postgres")
 ALLOW_VARIABLE = "OCRFLOW_ALLOW_SKIP"
 TAG = re.compile(r"\[needs (\w+)\]")
 
@@ -55,6 +55,32 @@ def need_tesseract() -> None:
         shutil.which("tesseract") is not None,
         "the tesseract binary is not installed (bash scripts/system-deps.sh)",
     )
+
+
+def need_browser() -> None:
+    """Debian's ``chromium`` and ``chromium-driver`` (headless browser tests)."""
+    need(
+        "browser",
+        shutil.which("chromium") is not None and shutil.which("chromedriver") is not None,
+        "chromium or chromedriver is not installed (bash scripts/system-deps.sh)",
+    )
+
+
+def postgres_bin_dir() -> Path | None:
+    """The folder holding Debian's PostgreSQL server binaries (``initdb``, ``pg_ctl``)."""
+    for candidate in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (candidate / "initdb").is_file() and (candidate / "pg_ctl").is_file():
+            return candidate
+    found = shutil.which("initdb")
+    return Path(found).parent if found and shutil.which("pg_ctl") else None
+
+
+def need_postgres() -> Path:
+    """Debian's ``postgresql`` server binaries; returns their folder."""
+    bin_dir = postgres_bin_dir()
+    need("postgres", bin_dir is not None, "PostgreSQL is not installed (scripts/system-deps.sh)")
+    assert bin_dir is not None
+    return bin_dir
 
 
 def need_corpus_file(path: Path) -> None:
