@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-engines bench-textlayer bench-vlm bench-scale bench-parquet clean
+.PHONY: demo test lint bench bench-engines bench-textlayer bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality clean
 
 $(BIN)/ocrflow: pyproject.toml constraints/test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,10 +26,13 @@ lint: $(BIN)/ocrflow
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/ruff format --check src tests bench scripts
 
-bench: bench-engines bench-textlayer bench-vlm bench-scale bench-parquet
+bench: bench-engines bench-textlayer bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality
 
 bench-engines: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_engines.py
+
+bench-quality: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_quality.py
 
 bench-textlayer: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_text_route.py
@@ -43,6 +46,12 @@ bench-scale: $(BIN)/ocrflow
 bench-parquet: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_parquet.py
 	$(BIN)/python bench/bench_dataset_run.py
+
+bench-serve: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_serve.py
+
+bench-describe: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_describe.py
 
 clean:
 	rm -rf out $(VENV) build *.egg-info

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+# The headless-Chromium fixtures, available to every test (see tests/browser.py).
+from tests.browser import browser, module_browser  # noqa: F401
 from tests.needs import ALLOW_VARIABLE, CORPUS, allowed_groups, need, skipped_group
 
 REPO = Path(__file__).resolve().parents[1]

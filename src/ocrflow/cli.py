@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import shlex
@@ -20,12 +21,15 @@ from ocrflow.config import (
     EngineOptions,
     InputOptions,
     OutputOptions,
+    PassOptions,
     RenderOptions,
     RouteOptions,
     RunConfig,
     ScaleOptions,
+    StageOptions,
 )
 from ocrflow.errors import ConfigError, OcrflowError, OutputError, first_error
+from ocrflow.evaluation.command import eval_command
 from ocrflow.executors.plan import (
     Plan,
     execute_plan,
@@ -33,10 +37,19 @@ from ocrflow.executors.plan import (
     run_until_signal,
     worker_options,
 )
+from ocrflow.metrics import serve_metrics
 from ocrflow.report import print_run_summary, print_status
+from ocrflow.review.command import review_command
 from ocrflow.runstats import RunStats
+from ocrflow.service.command import serve_command
 from ocrflow.sinks import validate_formats
 from ocrflow.sources import expand_inputs
+from ocrflow.stages.commands import (
+    assemble_command,
+    describe_command,
+    parse_stages,
+    run_later_stages,
+)
 from ocrflow.status import collect_status
 from ocrflow.storage import open_store
 from ocrflow.workitems import Manifest
@@ -199,6 +212,30 @@ def run(
             rich_help_panel=VLM,
         ),
     ] = 60.0,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="Managed vLLM flag preset: fp8 (FP8 KV cache and weights).", rich_help_panel=VLM
+        ),
+    ] = None,
+    clean: Annotated[
+        bool, typer.Option(help="Canonical Markdown pass (--no-clean keeps the model's text).")
+    ] = True,
+    roi_labels: Annotated[
+        str | None,
+        typer.Option(
+            help="DeepSeek-OCR grounding: re-read regions of these labels, e.g. table,title.",
+            rich_help_panel=VLM,
+        ),
+    ] = None,
+    retry_large_cap: Annotated[
+        int,
+        typer.Option(
+            help="DeepSeek-OCR grounding: pages re-read at 1280 px when a table is missing, "
+            "at most (per worker).",
+            rich_help_panel=VLM,
+        ),
+    ] = 0,
     executor: Annotated[
         str,
         typer.Option(help="local (this machine) or ray (a Ray cluster).", rich_help_panel=SCALE),
@@ -220,12 +257,30 @@ def run(
     num_shards: Annotated[
         int | None, typer.Option(help="Number of static shards.", rich_help_panel=SCALE)
     ] = None,
+    stages: Annotated[
+        str,
+        typer.Option(help="Stages to run: extract, describe (figures), assemble (enrich)."),
+    ] = "extract",
+    describe_model: Annotated[
+        str | None, typer.Option(help="describe stage: its model (default: --model).")
+    ] = None,
+    describe_server: Annotated[
+        list[str] | None,
+        typer.Option(help="describe stage: its server(s) (default: --server)."),
+    ] = None,
     split_pages: Annotated[
         int,
         typer.Option(
             help="Split longer documents into items of this many pages.", rich_help_panel=SCALE
         ),
     ] = 500,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="Serve Prometheus /metrics on 127.0.0.1:PORT while the run goes."),
+    ] = None,
+    metrics_linger: Annotated[
+        float, typer.Option(help="Seconds /metrics stays up after the run (a last scrape).")
+    ] = 0.0,
     quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Only warnings and errors.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
@@ -265,18 +320,31 @@ def run(
                 vllm_command=tuple(shlex.split(vllm_command)),
                 ready_timeout_s=ready_timeout,
                 unreachable_timeout_s=unreachable_timeout,
+                preset=preset,
+            ),
+            passes=PassOptions(
+                clean=clean,
+                roi_labels=tuple(x.strip() for x in (roi_labels or "").split(",") if x.strip()),
+                retry_large_cap=retry_large_cap,
             ),
             out=OutputOptions(
                 page_separator=page_separator,
                 formats=validate_formats(output_format.split(",")),
             ),
             scale=ScaleOptions(split_pages=split_pages, lease_ttl_s=lease_ttl),
+            stages=StageOptions(
+                stages=parse_stages(stages),
+                describe_model=describe_model,
+                describe_servers=tuple(describe_server or ()),
+            ),
             input=InputOptions(dataset_column=dataset_column, dataset_id_column=dataset_id_column),
         )
         sources = expand_inputs(config.inputs, exclude=[config.output], options=config.input)
         worker = worker_options(config.scale, shard_index, num_shards)
-        plan = Plan(config, sources, worker, executor, ray_address, ray_workers)
-        stats = _run_with_display(plan, quiet=quiet or as_json)
+        with serve_metrics(metrics_port, linger_s=metrics_linger) as metrics:
+            plan = Plan(config, sources, worker, executor, ray_address, ray_workers, metrics)
+            stats = _run_with_display(plan, quiet=quiet or as_json)
+            later = run_later_stages(config, quiet=quiet or as_json)
     except ValidationError as exc:
         raise _fail(_validation_message(exc)) from None
     except (OutputError, ExceptionGroup) as exc:
@@ -289,7 +357,7 @@ def run(
         typer.echo(json.dumps(stats.record("run", "local") | {"failures": stats.failures}))
     elif not quiet:
         print_run_summary(stats, output)
-    raise typer.Exit(stats.exit_code())
+    raise typer.Exit(max(stats.exit_code(), later))
 
 
 def _run_with_display(plan: Plan, *, quiet: bool) -> RunStats:
@@ -373,7 +441,16 @@ def retry(
 
 @app.command()
 def worker(
-    output: Annotated[str, typer.Argument(help="The output directory or URL of a run to join.")],
+    output: Annotated[
+        str | None, typer.Argument(help="The output directory or URL of a run to join.")
+    ] = None,
+    root: Annotated[
+        Path | None, typer.Option(help="Instead: work on the jobs of an `ocrflow serve` ROOT.")
+    ] = None,
+    slots: Annotated[int, typer.Option(help="With --root: jobs worked on at once.")] = 1,
+    exit_when_idle: Annotated[
+        bool, typer.Option(help="With --root: exit when no job has work left.")
+    ] = False,
     password: Annotated[
         list[str] | None, typer.Option(help="Password to try (repeatable).")
     ] = None,
@@ -390,8 +467,18 @@ def worker(
     quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
-    """Join an existing run: take work items from OUT until none is left."""
+    """Join an existing run: take work items from OUT until none is left (or, with --root,
+    work on the queued jobs of an `ocrflow serve` root, fair share across jobs)."""
     _configure_logging(quiet)
+    if (output is None) == (root is None):
+        raise _fail("give OUT (a run to join) or --root ROOT (a job service's jobs)")
+    if root is not None:
+        from ocrflow.service.command import work_root
+
+        job = work_root(root, slots, api_key, server or (), workers, lease_ttl, exit_when_idle)
+        with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
+            run_until_signal(job)  # type: ignore[arg-type]
+        raise typer.Exit(0)
     try:
         config = rejoined(
             Workspace(open_store(output)).recorded_run_config(),
@@ -510,6 +597,13 @@ def status(
         typer.echo(json.dumps(report))
         return
     print_status(report)
+
+
+app.command("describe")(describe_command)
+app.command("assemble")(assemble_command)
+app.command("eval")(eval_command)
+app.command("review")(review_command)
+app.command("serve")(serve_command)
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from ocrflow.pagespec import validate_page_spec
 
@@ -73,6 +73,14 @@ class EngineOptions(_Options):
     #: ``--engine openai``: stop when no server can be connected to for this long
     #: (refused, DNS, TLS); a server that answers but is loading gets ``ready_timeout_s``.
     unreachable_timeout_s: float = Field(60.0, gt=0)
+    #: Managed vLLM: a named set of serving flags (``ocrflow.engines.presets``), e.g. "fp8".
+    preset: str | None = None
+
+    @model_validator(mode="after")
+    def _preset_needs_managed_vllm(self) -> EngineOptions:
+        if self.preset and self.kind != "vllm":
+            raise ValueError("--preset sets flags of a server ocrflow starts: use --engine vllm")
+        return self
 
 
 class OutputOptions(_Options):
@@ -109,6 +117,40 @@ class ScaleOptions(_Options):
     lease_ttl_s: float = Field(120.0, gt=0)
 
 
+class StageOptions(_Options):
+    """Which stages ``ocrflow run`` runs (``--stages``), and the describe stage's own model
+    and servers when they differ from extract's. Not part of the fingerprint: the later
+    stages read the workspace and never change what extract wrote for a page."""
+
+    stages: tuple[str, ...] = ("extract",)
+    describe_model: str | None = None
+    describe_servers: tuple[str, ...] = ()
+
+
+class PassOptions(_Options):
+    """What happens to a page's Markdown after the engine read it: the canonical clean pass
+    (``ocrflow.markdown_clean``) and DeepSeek-OCR's region second passes
+    (``ocrflow.second_pass``). In the fingerprint only when not at their defaults, so runs
+    that do not use them keep the fingerprint they had."""
+
+    #: Run the canonical Markdown pass (``--no-clean`` keeps the model's text as it is).
+    clean: bool = True
+    #: Grounded regions of these labels are cropped and read again (``--roi-labels``).
+    roi_labels: tuple[str, ...] = ()
+    #: Pages read again in the 1280 px mode when a required label is missing, per worker.
+    retry_large_cap: int = Field(0, ge=0)
+    #: Labels a page with a table-like layout must have, else it is a retry candidate.
+    required_labels: tuple[str, ...] = ("table",)
+
+    def fingerprint_fields(self) -> dict[str, object]:
+        """The settings that changed from their defaults (they change a page's text)."""
+        defaults = PassOptions().model_dump(mode="json")
+        changed = {k: v for k, v in self.model_dump(mode="json").items() if v != defaults[k]}
+        if not self.retry_large_cap:  # the labels matter only to the large-mode retry
+            changed.pop("required_labels", None)
+        return changed
+
+
 class RunConfig(_Options):
     """Everything one run needs, built once by the CLI and passed down by parts."""
 
@@ -122,11 +164,23 @@ class RunConfig(_Options):
     out: OutputOptions = OutputOptions()
     scale: ScaleOptions = ScaleOptions()
     input: InputOptions = InputOptions()
+    stages: StageOptions = StageOptions()
+    passes: PassOptions = PassOptions()
 
     @field_validator("pages")
     @classmethod
     def _pages_parse(cls, value: str | None) -> str | None:
         return validate_page_spec(value) if value else value
+
+    @model_validator(mode="after")
+    def _second_passes_need_deepseek(self) -> RunConfig:
+        # Checked here, before any server is waited for; a recipe inferred from the model
+        # name is checked when the reader is built.
+        wanted = self.passes.roi_labels or self.passes.retry_large_cap
+        vlm = self.engine.kind in {"openai", "vllm"} and self.engine.recipe in {None, "deepseek"}
+        if wanted and not vlm:
+            raise ValueError("--roi-labels/--retry-large-cap need the deepseek recipe (grounding)")
+        return self
 
     def public_dump(self) -> dict[str, object]:
         """The configuration as JSON-ready data without passwords or keys."""
@@ -137,7 +191,7 @@ class RunConfig(_Options):
         """The settings that change what a page's output is; nothing else."""
         # The dataset column only when set: runs without it keep the fingerprint they had.
         column = self.input.dataset_column
-        return ({"dataset_column": column} if column is not None else {}) | {
+        base = ({"dataset_column": column} if column is not None else {}) | {
             "pages": self.pages,
             "target_dim": self.render.target_dim,
             "text_layer": self.route.text_layer,
@@ -149,6 +203,12 @@ class RunConfig(_Options):
             "languages": self.engine.languages if self.engine.kind == "tesseract" else None,
             "page_separator": self.out.page_separator,
         }
+        return base | self._optional_fingerprint_fields()
+
+    def _optional_fingerprint_fields(self) -> dict[str, object]:
+        """Settings added later, present only when used (older runs keep their fingerprint)."""
+        preset = {"preset": self.engine.preset} if self.engine.preset else {}
+        return preset | self.passes.fingerprint_fields()
 
     def fingerprint(self) -> str:
         """A short stable hash of ``fingerprint_fields``."""

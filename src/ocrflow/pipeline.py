@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ocrflow.config import RunConfig
+from ocrflow.markdown_clean import clean_page, recipe_prompts
 from ocrflow.pagespec import select_pages
 from ocrflow.reader import PageReader
 from ocrflow.render.jobs import PageJob, ProbeJob, RenderedPage, RenderSpec
@@ -143,6 +144,8 @@ class DocumentPipeline:
         self.fingerprint = fingerprint
         self.engine_name = engine_name
         self.passwords = tuple(p.get_secret_value() for p in config.passwords)
+        #: What the recipe asks, so the clean pass can strip a reply that repeats it.
+        self.prompts = recipe_prompts(getattr(reader, "recipe", None))
         self.spec = RenderSpec(
             target_dim=target_dim,
             max_pixels=config.render.max_pixels,
@@ -281,7 +284,8 @@ class DocumentPipeline:
         route = route_page(page, self.spec.text_layer)
         if route is not Route.ENGINE:
             return settled_page(page, route)
-        return await self.reader.read(page, PageKey(job.doc_id, page.page))
+        result = await self.reader.read(page, PageKey(job.doc_id, page.page))
+        return clean_page(result, self.prompts) if self.config.passes.clean else result
 
     def _meta(self, job: DocumentJob) -> DocumentMeta:
         created = _mtime(job.source.uri)

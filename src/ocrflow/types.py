@@ -99,6 +99,9 @@ class Figure:
     label: str
     box: tuple[float, float, float, float]
     png: bytes | None = None
+    #: What the describe stage said about the figure, as Markdown (a caption, a class, or
+    #: a table); ``None`` until then. Sinks put it in the alt text and after the link.
+    description: str | None = None
 
     @property
     def placeholder(self) -> str:
@@ -157,6 +160,9 @@ class PageResult:
     figures: tuple[Figure, ...] = ()
     #: The size of the image the engine read (``None`` for pages no engine read).
     image_size: ImageSize | None = None
+    #: The model's Markdown before the canonical clean pass, when that pass changed it
+    #: (``text`` is the cleaned one); ``None`` when nothing was cleaned.
+    raw_text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PIL import Image
 
@@ -34,6 +35,9 @@ from ocrflow.types import (
     PageResult,
     Route,
 )
+
+if TYPE_CHECKING:
+    from ocrflow.second_pass import SecondPass
 
 log = logging.getLogger("ocrflow.vlm")
 
@@ -58,6 +62,8 @@ class _Attempts:
     last_error: str = ""
     #: ``time.monotonic()`` when the page's first attempt began.
     started: float = 0.0
+    #: The reply the last parsed attempt came from (the second passes read its regions).
+    reply: EngineReply | None = None
 
 
 class VlmReader:
@@ -77,6 +83,8 @@ class VlmReader:
         attempts: AttemptPolicy | None = None,
         fallback_engine: Callable[[], Engine] | None = None,
         seed: int | None = None,
+        second_pass: SecondPass | None = None,
+        first_pass_dim: int | None = None,
     ) -> None:
         self.engine = engine
         self.recipe = recipe
@@ -86,11 +94,17 @@ class VlmReader:
         self._fallback_factory = fallback_engine
         self._fallback: Engine | None = None
         self._rng = random.Random(seed)
+        #: Region second passes; with them pages arrive rendered at their resolution and
+        #: the first read gets them at ``first_pass_dim``.
+        self.second_pass = second_pass
+        self.first_pass_dim = first_pass_dim
 
     async def read(self, page: RenderedPage, page_key: PageKey) -> PageResult:
         """The page's Markdown, or a recorded fallback; never raises for engine trouble."""
         assert page.image is not None
-        state = _Attempts(page.image, self.recipe.max_tokens, started=time.monotonic())
+        started = time.monotonic()
+        state = _Attempts(await self._first_image(page.image), self.recipe.max_tokens)
+        state.started = started
         deadline = state.started + self.transport.page_deadline_s
         while state.attempt < len(self.recipe.temperatures):
             try:
@@ -107,8 +121,33 @@ class VlmReader:
                 state.last_error = str(exc)
                 state.attempt += 1
                 continue
+            if self.second_pass is not None and state.rotation == 0:
+                parsed = await self._second_passes(page.image, parsed, state, deadline)
             return await self._success(page, parsed, state)
         return await self._fall_back(page, state)
+
+    async def _first_image(self, image: PageImage) -> PageImage:
+        """The image of the first read: the rendered one, shrunk to ``first_pass_dim``."""
+        dim = self.first_pass_dim
+        if dim is None or max(image.width, image.height) <= dim:
+            return image
+        return await asyncio.to_thread(_resize, image, dim)
+
+    async def _second_passes(
+        self, hires: PageImage, parsed: ParsedPage, state: _Attempts, deadline: float
+    ) -> ParsedPage:
+        """The region second passes over the accepted read (their requests share the
+        page's deadline, backoff and token counts)."""
+        assert self.second_pass is not None and state.reply is not None
+
+        async def ask(request: PageRequest) -> EngineReply:
+            request = dataclasses.replace(request, deadline=deadline)
+            try:
+                return await self._call(request, state, deadline)
+            except DeadlinePassed:
+                raise EngineUnavailable("the page deadline passed in a second pass") from None
+
+        return await self.second_pass.refine(hires, state.reply, parsed, ask)
 
     async def _one_attempt(
         self, state: _Attempts, page_key: PageKey, deadline: float
@@ -120,6 +159,7 @@ class VlmReader:
         reply = await self._call(request, state, deadline)
         reply = dataclasses.replace(reply, image_size=_size(state.image))
         parsed = self.recipe.parse(reply)
+        state.reply = reply
         if parsed.rotation % 360 and state.rotations < self.policy.max_rotations:
             await self._rotate(state, parsed.rotation)
             raise _RotateAndRetry(f"model reported the page turned by {parsed.rotation}")

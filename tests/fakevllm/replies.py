@@ -9,10 +9,13 @@ four characters per output token.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import random
 
 REPLY_FORMATS = ("markdown", "olmocr", "deepseek")
+#: Text that marks a request as a figure request (ocrflow's describe prompts hold it).
+FIGURE_MARKER = "figure cropped from a document"
 
 OLMOCR_FRONT_MATTER = (
     "---\nprimary_language: en\nis_rotation_valid: true\nrotation_correction: 0\n"
@@ -54,8 +57,11 @@ def _deepseek_box(tag: str, salt: int) -> str:
     return f"[[{x1}, {y1}, {x1 + 500}, {y1 + 300}]]"
 
 
-def normal_text(fmt: str, tags: list[str], temperature: object, tokens: int) -> str:
-    """The full, well-formed reply of ``fmt`` for a page of ``tokens`` output tokens."""
+def normal_text(
+    fmt: str, tags: list[str], temperature: object, tokens: int, figures: int = 1
+) -> str:
+    """The full, well-formed reply of ``fmt`` for a page of ``tokens`` output tokens;
+    a ``deepseek`` reply ends with ``figures`` image regions."""
     heading = "# Page " + " ".join(tags or ["page-none"])
     tail = f" (temperature {_temperature_text(temperature)})"
     body = filler(tokens * CHARS_PER_TOKEN - len(heading) - len(tail))
@@ -66,7 +72,10 @@ def normal_text(fmt: str, tags: list[str], temperature: object, tokens: int) -> 
         return (
             f"<|ref|>title<|/ref|><|det|>{_deepseek_box(first, 0)}<|/det|>\n{heading}\n\n"
             f"<|ref|>text<|/ref|><|det|>{_deepseek_box(first, 1)}<|/det|>\n{body}{tail}\n\n"
-            f"<|ref|>image<|/ref|><|det|>{_deepseek_box(first, 2)}<|/det|>\n"
+            + "".join(
+                f"<|ref|>image<|/ref|><|det|>{_deepseek_box(first, 2 + i)}<|/det|>\n"
+                for i in range(figures)
+            )
         )
     return f"{heading}\n\n{body}{tail}"
 
@@ -91,3 +100,45 @@ def garbage_text(rng: random.Random, tokens: int) -> str:
         return ("the " * (n_chars // 4 + 1))[:n_chars]
     alphabet = "\u00e2\u0080\u0099\ufffd#$%&*<>{}|~^`0123456789abcdefXYZ \t"
     return "".join(rng.choices(alphabet, k=n_chars))
+
+
+def figure_text(tags: list[str], prompt: str, temperature: object) -> str:
+    """The answer to a figure request, naming the figure's image tag: a class for a prompt
+    that says ``classify``, a Markdown table for one that says ``table``, else a caption."""
+    tag = tags[0] if tags else "page-none"
+    lowered = prompt.lower()
+    if "classify" in lowered:
+        return "chart"
+    if "table" in lowered:
+        return f"| figure | value |\n|---|---|\n| {tag} | 42 |"
+    heat = _temperature_text(temperature)
+    return f"Figure {tag}: a bar chart of quarterly values (temperature {heat})."
+
+
+#: The DeepSeek-OCR clean prompt: with ``--second-pass-replies`` it gets ``region_text``.
+FREE_OCR_PROMPT = "Free OCR."
+#: With ``--second-pass-replies``, a grounding reply to an image this long (the 1280 px
+#: large mode) has a ``table`` region.
+LARGE_MODE_SIDE = 1280
+
+
+def region_text(tags: list[str]) -> str:
+    """The answer to a region read again with the clean prompt (names the crop's tag)."""
+    return f"Region {tags[0] if tags else 'page-none'} read again."
+
+
+def table_region(tags: list[str]) -> str:
+    """A grounded ``table`` region, as a large-mode read of a ruled page gives it."""
+    tag = tags[0] if tags else "page-none"
+    return (
+        "<|ref|>table<|/ref|><|det|>[[80, 620, 920, 900]]<|/det|>\n"
+        f"<table><tr><td>item</td><td>{tag}</td></tr><tr><td>total</td><td>42</td></tr></table>"
+    )
+
+
+def png_size(b64_payload: str) -> tuple[int, int] | None:
+    """Width and height of a base64 PNG, from its header alone (None if not a PNG)."""
+    head = base64.b64decode(b64_payload[:44] + "=" * (-len(b64_payload[:44]) % 4))
+    if len(head) < 24 or not head.startswith(b"\x89PNG"):
+        return None
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")

@@ -63,6 +63,17 @@ page), ``truncate``, ``length_fault``, ``garbage``, ``drop``, ``hang``, ``fail_5
 ``model_not_found``, ``unauthorized``, ``warming_up``, ``dead``, ``aborted`` (client left
 while queued or generating; the sequence is freed as vLLM aborts it). ``images`` maps each
 image's ``page-<12 hex>`` tag to the number of requests that carried it.
+
+Figure requests (ocrflow's ``describe`` stage): a request whose text holds
+``--figure-marker`` (default ``replies.FIGURE_MARKER``) is answered by
+``replies.figure_text``: a caption (or a table, or a class) that names the figure image's
+tag; it costs the engine as many steps as a page. ``/stats`` ``figures`` counts them by tag.
+``--figures-per-page N``: a ``deepseek`` reply has N ``image`` regions (default 1).
+``--second-pass-replies`` (DeepSeek region second passes): a request whose text is
+``Free OCR.`` gets ``replies.region_text`` (one line naming the crop's tag); a PNG image
+1280 px long or more gets its reply plus a ``table`` region (``replies.table_region``).
+``--echo-prompt``: page replies open with the request's prompt text, as a model that
+echoes its prompt does (ocrflow's clean pass strips it).
 """
 
 from __future__ import annotations
@@ -87,12 +98,19 @@ from aiohttp import web
 
 from tests.fakevllm.engine import Capacity, Engine, EngineDeadError
 from tests.fakevllm.replies import (
+    FIGURE_MARKER,
+    FREE_OCR_PROMPT,
+    LARGE_MODE_SIDE,
     REPLY_FORMATS,
     cut_text,
+    figure_text,
     garbage_text,
     length_fault_text,
     normal_text,
     page_tag,
+    png_size,
+    region_text,
+    table_region,
 )
 
 #: chars of prompt text per estimated token, and base64 bytes per estimated image token
@@ -170,6 +188,15 @@ class ServerConfig:
     #: "clamp" (vLLM 0.32) or "strict" (older servers); see the module docstring.
     context_check: str = "clamp"
     api_key: str | None = None
+    #: DeepSeek replies: ``image`` regions (figure boxes) per page.
+    figures_per_page: int = 1
+    #: A request whose text holds this is a figure request (see ``replies.figure_text``).
+    figure_marker: str = FIGURE_MARKER
+    #: DeepSeek region second passes: "Free OCR." gets ``region_text``; an image 1280 px
+    #: long gets a grounding reply with a ``table`` region (see the module docstring).
+    second_pass_replies: bool = False
+    #: Page replies open with the request's prompt text (a model echoing its prompt).
+    echo_prompt: bool = False
 
 
 class BadRequest(Exception):
@@ -193,6 +220,8 @@ class ChatRequest:
     include_usage: bool
     #: The name the request gave its output budget (vLLM's messages repeat it).
     max_tokens_param: str = "max_tokens"
+    #: The text parts of the request, joined (for recognising figure requests).
+    text: str = ""
 
     def text_tokens(self) -> int:
         """Estimated tokens of the text, one placeholder token per image (vLLM counts these
@@ -220,6 +249,8 @@ class ServerState:
     outcomes: Counter[str] = field(default_factory=Counter)
     finish_reasons: Counter[str] = field(default_factory=Counter)
     images: Counter[str] = field(default_factory=Counter)
+    #: Figure requests by the figure's image tag (``images`` counts them too).
+    figures: Counter[str] = field(default_factory=Counter)
 
     def warming(self) -> bool:
         """True during the ``--warmup-s`` window after start-up."""
@@ -251,8 +282,8 @@ STATE = web.AppKey("state", ServerState)
 
 
 # --------------------------------------------------------------------- request parsing
-def _parse_part(part: Any, images: list[str]) -> int:
-    """Validate one content part; collect image payloads; return its text length."""
+def _parse_part(part: Any, images: list[str], texts: list[str]) -> int:
+    """Validate one content part; collect image payloads and texts; return its text length."""
     if not isinstance(part, dict):
         raise BadRequest("Each content part must be an object", "messages")
     kind = part.get("type")
@@ -260,6 +291,7 @@ def _parse_part(part: Any, images: list[str]) -> int:
         text = part.get("text")
         if not isinstance(text, str):
             raise BadRequest("A text part needs a string 'text'", "messages")
+        texts.append(text)
         return len(text)
     if kind == "image_url":
         image_url = part.get("image_url")
@@ -274,7 +306,7 @@ def _parse_part(part: Any, images: list[str]) -> int:
     raise BadRequest(f"Unsupported content part type {kind!r}", "messages")
 
 
-def _parse_messages(messages: Any, images: list[str]) -> int:
+def _parse_messages(messages: Any, images: list[str], texts: list[str]) -> int:
     """Validate ``messages``; return the text length, collecting image payloads."""
     if not isinstance(messages, list) or not messages:
         raise BadRequest("'messages' must be a non-empty list", "messages")
@@ -285,8 +317,9 @@ def _parse_messages(messages: Any, images: list[str]) -> int:
         content = message.get("content")
         if isinstance(content, str):
             chars += len(content)
+            texts.append(content)
         elif isinstance(content, list):
-            chars += sum(_parse_part(part, images) for part in content)
+            chars += sum(_parse_part(part, images, texts) for part in content)
         else:
             raise BadRequest("'content' must be a string or a list of parts", "messages")
     return chars
@@ -312,7 +345,8 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     if not isinstance(body, dict):
         raise BadRequest("The body must be a JSON object")
     images: list[str] = []
-    chars = _parse_messages(body.get("messages"), images)
+    texts: list[str] = []
+    chars = _parse_messages(body.get("messages"), images, texts)
     param = "max_completion_tokens"
     max_tokens = _optional_number(body, param, True)
     if max_tokens is None:
@@ -337,6 +371,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
             isinstance(stream_options, dict) and stream_options.get("include_usage")
         ),
         max_tokens_param=param,
+        text="\n".join(texts),
     )
 
 
@@ -485,7 +520,16 @@ def make_plan(state: ServerState, req: ChatRequest, tags: list[str], fault: str 
         )
     if fault == "garbage":
         return Plan(page, page, "stop", garbage_text(state.rng, page))
-    text = normal_text(cfg.reply_format, tags, req.temperature, page)
+    if cfg.figure_marker and cfg.figure_marker in req.text:
+        text = figure_text(tags, req.text, req.temperature)
+    elif cfg.second_pass_replies and req.text.strip() == FREE_OCR_PROMPT:
+        text = region_text(tags)
+    else:
+        text = normal_text(cfg.reply_format, tags, req.temperature, page, cfg.figures_per_page)
+        if cfg.second_pass_replies and _large_image(req):
+            text += "\n\n" + table_region(tags)
+        if cfg.echo_prompt:
+            text = f"{req.text}\n{text}"
     if req.max_tokens is not None and req.max_tokens < page:
         return Plan(req.max_tokens, req.max_tokens, "length", cut_text(text, req.max_tokens))
     return Plan(page, page, "stop", text)
@@ -637,8 +681,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     except BadRequest as exc:
         state.outcomes["bad_request"] += 1
         return error_response(400, str(exc), "BadRequestError", exc.param)
-    tags = [page_tag(b64) for b64 in req.images]
-    state.images.update(tags)
+    tags = count_images(state, req)
     fault = state.draw_fault()
     slow = state.draw_slow()
     early = early_answer(state, req, fault)
@@ -663,6 +706,22 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     except EngineDeadError:
         state.outcomes["dead"] += 1
         return error_response(500, ENGINE_DEAD_MESSAGE, "InternalServerError")
+
+
+def _large_image(req: ChatRequest) -> bool:
+    """Whether the request's image is as long as DeepSeek-OCR's large mode."""
+    sizes = [png_size(b64) for b64 in req.images]
+    return any(size and max(size) >= LARGE_MODE_SIDE for size in sizes)
+
+
+def count_images(state: ServerState, req: ChatRequest) -> list[str]:
+    """The request's image tags, counted in ``/stats`` (figure requests also by figure)."""
+    tags = [page_tag(b64) for b64 in req.images]
+    state.images.update(tags)
+    marker = state.config.figure_marker
+    if marker and marker in req.text:
+        state.figures.update(tags)
+    return tags
 
 
 async def hang(request: web.Request, state: ServerState) -> web.StreamResponse:
@@ -776,6 +835,7 @@ def stats_json(state: ServerState) -> dict[str, Any]:
         "outcomes": dict(state.outcomes),
         "finish_reasons": dict(state.finish_reasons),
         "images": dict(state.images),
+        "figures": dict(state.figures),
         "hanging": state.hanging,
         "prompt_tokens": state.prompt_tokens_total,
         "engine": state.engine.snapshot(),
@@ -909,6 +969,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ready-file", default=None)
     p.add_argument("--context-check", choices=("clamp", "strict"), default="clamp")
     p.add_argument("--api-key", default=None, help="/v1 routes need this bearer token")
+    p.add_argument("--figures-per-page", type=int, default=1, help="deepseek: image boxes")
+    p.add_argument("--figure-marker", default=FIGURE_MARKER, help="text of figure requests")
+    p.add_argument("--second-pass-replies", action="store_true", help="deepseek ROI/large")
+    p.add_argument("--echo-prompt", action="store_true", help="page replies repeat the prompt")
     return p
 
 
@@ -952,6 +1016,10 @@ def config_from_args(argv: list[str] | None = None) -> tuple[ServerConfig, Fault
         ready_file=args.ready_file,
         context_check=args.context_check,
         api_key=args.api_key,
+        figures_per_page=args.figures_per_page,
+        figure_marker=args.figure_marker,
+        second_pass_replies=args.second_pass_replies,
+        echo_prompt=args.echo_prompt,
     )
     faults = Faults(slow_s=args.slow_s, hang_s=args.hang_s, retry_after_s=args.retry_after_s)
     faults.update({name: getattr(args, name) for name in (*EXCLUSIVE_FAULTS, "slow")})

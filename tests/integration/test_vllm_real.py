@@ -24,6 +24,7 @@ import psutil
 import pytest
 from PIL import Image
 
+from ocrflow.engines.presets import preset_flags
 from ocrflow.engines.server import ManagedServers, ServerSpec
 from ocrflow.recipes import deepseek, olmocr
 from tests.needs import TINY_VLM, VLLM_VENV, need_vllm
@@ -32,8 +33,15 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(600)]
 
 VENV = VLLM_VENV
 MODEL = TINY_VLM
-#: What the recipes ask of a real server (last value wins), checked against vLLM here.
-FLAGS = (*olmocr.SERVER_FLAGS, *deepseek.SERVER_FLAGS, "--dtype", "float32")
+#: What the recipes and ``--preset fp8`` on CPU (its KV cache flag) ask of a real server
+#: (last value wins), checked against vLLM here.
+FLAGS = (
+    *olmocr.SERVER_FLAGS,
+    *deepseek.SERVER_FLAGS,
+    *preset_flags("fp8", model=str(TINY_VLM), gpus=()),
+    "--dtype",
+    "float32",
+)
 CPU_ENV = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
 log = logging.getLogger(__name__)
 
@@ -129,7 +137,8 @@ def test_recipe_flags_were_accepted(servers: ManagedServers) -> None:
     text = servers.log_paths[0].read_text(errors="replace")
     assert "non-default args" in text and "unrecognized arguments" not in text
     for accepted in ("'limit_mm_per_prompt': {'video': 0}", "'enable_prefix_caching': False",
-                     "'mm_processor_cache_gb': 0", "NGramPerReqLogitsProcessor"):  # fmt: skip
+                     "'mm_processor_cache_gb': 0", "NGramPerReqLogitsProcessor",
+                     "'kv_cache_dtype': 'fp8'"):  # fmt: skip
         assert accepted in text
 
 

@@ -10,7 +10,8 @@ inside the ``rapidocr`` wheel, loaded by path, so nothing is ever downloaded. A 
 3. turned half round when the 0°/180° classifier suspects it (its 12 longest lines) and
    the recogniser, reading the 6 longest lines both ways, is surer of them turned;
 4. recognised line by line from the full-resolution page, each crop padded by
-   ``line_margin`` of its height, and laid out in reading order (``layout.py``).
+   ``line_margin`` of its height, and laid out in reading order (``layout.py``: deskewed,
+   tables as Markdown, header first, columns one after another, footer last).
 
 On an upright page orientation costs one classifier call on 12 crops: 2-7 ms CPU, under
 2 % of the page. A suspect page (turned, or misread by the classifier) pays 12 line reads.

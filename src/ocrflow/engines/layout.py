@@ -1,18 +1,25 @@
-"""Reading order for OCR boxes: lines → blocks → ordered paragraphs → text.
+"""Reading order for OCR boxes: lines → regions → blocks → ordered paragraphs → text.
 
 Each detected box is one line: the detector already joins the words of a line, and a gap
-it leaves is a column gutter or a table cell, which must stay apart (gutters of half a
-text height occur, so no gap threshold could merge lines safely). Stacked, left-aligned
-lines of one size chain into blocks (a block ends after a short line, so a block is about
-one paragraph); blocks are put in reading order with Breuel's two rules [1], so columns
-read top to bottom, left column first, and full-width parts above or below them stay:
+it leaves is a column gutter or a table cell, which must stay apart. A page is laid out in
+four steps:
 
-1. ``a`` comes before ``b`` when their x-ranges overlap and ``a`` is above ``b``;
-2. ``a`` comes before ``b`` when ``a`` is left of ``b`` and no block between them (in y)
-   overlaps both in x (a full-width heading between two blocks separates them).
+1. **Deskew**: the boxes are turned by the page's skew (the median slope of its lines),
+   so that rows are level and columns upright, whatever the scanner or camera did;
+2. **Tables** (``tables.py``): rows of aligned cells become one Markdown table each;
+3. **Regions** (``xycut.py``): header first, footer last, and between them the body cut
+   recursively into sections and columns, in reading order;
+4. **Paragraphs**: inside a region, stacked, left-aligned lines of one size chain into
+   blocks (a block ends after a short line, so a block is about one paragraph), ordered
+   by Breuel's two rules [1] and cut at bullets and first-line indents:
 
-Every distance threshold is a multiple of the text height, so the rules do not depend on
-the image resolution. Pure functions, no I/O.
+   a. ``a`` comes before ``b`` when their x-ranges overlap and ``a`` is above ``b``;
+   b. ``a`` comes before ``b`` when ``a`` is left of ``b`` and no block between them (in
+      y) overlaps both in x.
+
+``reading_order="blocks"`` is the former method, step 4 alone over the whole page (kept for
+``bench/bench_quality.py``'s before/after). Every distance threshold is a multiple of the
+text height, so nothing depends on the image resolution. Pure functions, no I/O.
 
 [1] T. M. Breuel, "High performance document layout analysis", SDIUT 2003.
 """
@@ -27,6 +34,12 @@ from dataclasses import dataclass
 from statistics import median
 
 import numpy as np
+
+from ocrflow.engines.tables import find_tables
+from ocrflow.engines.xycut import reading_regions
+
+#: A number as it stands in a table cell: 40, 1,250.00, -3.5, 12%, $9.99, 2024-01-17.
+_NUMBER = re.compile(r"[-+(]?[$€£]?\d[\d.,:/%-]*\)?[%€]?")
 
 #: Bullets and list markers that start a new paragraph even without a blank line.
 _BULLET = re.compile(r"^\s*([•·▪◦●○■□➢►‣⁃*–—-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s")
@@ -47,6 +60,10 @@ class TextBox:
     text: str
     score: float = 1.0
     height: float = 0.0
+    #: Slope of the line's top edge in radians (positive: falling to the right).
+    angle: float = 0.0
+    #: "line", or "table" for a whole table whose ``text`` is Markdown.
+    kind: str = "line"
 
     @classmethod
     def from_quad(cls, points: Sequence[Sequence[float]], text: str, score: float = 1.0) -> TextBox:
@@ -54,7 +71,8 @@ class TextBox:
         (ax, ay), (bx, by), (cx, cy), (dx, dy) = (tuple(map(float, p)) for p in points)
         xs, ys = (ax, bx, cx, dx), (ay, by, cy, dy)
         side = max(math.hypot(ax - dx, ay - dy), math.hypot(bx - cx, by - cy))
-        return cls(min(xs), min(ys), max(xs), max(ys), text, float(score), side)
+        angle = math.atan2(by - ay, bx - ax) if bx != ax or by != ay else 0.0
+        return cls(min(xs), min(ys), max(xs), max(ys), text, float(score), side, angle)
 
     @property
     def cy(self) -> float:
@@ -227,14 +245,119 @@ def _starts_paragraph(lines: Sequence[TextBox], i: int) -> bool:
     return indented and nxt is not None and nxt.x0 < line.x0 - 0.5 * line.text_height
 
 
-def paragraphs_in_order(boxes: Iterable[TextBox]) -> list[str]:
-    """The page's paragraphs in reading order, lines joined with newlines."""
-    blocks = order_blocks(group_blocks(boxes))
-    paragraphs = (p for block in blocks for p in split_paragraphs(block))
-    texts = ("\n".join(line.text.strip() for line in p if line.text.strip()) for p in paragraphs)
+def paragraphs_in_order(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> list[str]:
+    """The page's paragraphs (and tables, as Markdown) in reading order, lines joined with
+    newlines; ``reading_order="blocks"`` is the former method (module docstring)."""
+    if reading_order == "blocks":
+        return _paragraph_texts(order_blocks(group_blocks(boxes)))
+    if reading_order != "columns":
+        raise ValueError(f"reading_order is 'columns' or 'blocks', not {reading_order!r}")
+    level = deskew([b for b in boxes if b.text.strip()])
+    return [p for region in reading_regions(with_tables(level)) for p in _region_paragraphs(region)]
+
+
+def layout_text(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> str:
+    """The page's text in reading order: paragraphs and tables apart by a blank line."""
+    return "\n\n".join(paragraphs_in_order(boxes, reading_order=reading_order))
+
+
+def _region_paragraphs(region: Sequence[TextBox]) -> list[str]:
+    """Paragraphs of one region: its lines in blocks, each table a block of its own."""
+    tables = [TextBlock.of([box]) for box in region if box.kind == "table"]
+    lines = [box for box in region if box.kind != "table"]
+    return _paragraph_texts(order_blocks(group_blocks(lines) + tables))
+
+
+def _paragraph_texts(blocks: Iterable[TextBlock]) -> list[str]:
+    paragraphs = (
+        [block.lines] if block.lines[0].kind == "table" else split_paragraphs(block)
+        for block in blocks
+    )
+    texts = (
+        "\n".join(ln.text.strip() for ln in p if ln.text.strip()) for ps in paragraphs for p in ps
+    )
     return [text for text in texts if text]
 
 
-def layout_text(boxes: Iterable[TextBox]) -> str:
-    """The page's text in reading order: paragraphs apart by a blank line."""
-    return "\n\n".join(paragraphs_in_order(boxes))
+def with_tables(boxes: Sequence[TextBox]) -> list[TextBox]:
+    """``boxes`` with the lines of each table (``tables.find_tables``) replaced by one box of
+    kind "table" that covers them and holds the table as Markdown.
+
+    The detector joins numbers of neighbouring cells into one box ("40 160.00") when the
+    page is small; such boxes are offered to the table finder split into one box a number,
+    and stay whole unless a table takes them.
+    """
+    pieces = {id(piece): (piece, box) for box in boxes for piece in _split_numbers(box)}
+    tables = find_tables([piece for piece, _ in pieces.values()])
+    if not tables:
+        return list(boxes)
+    taken = {id(box) for table in tables for box in table.boxes}
+    cut = {id(pieces[key][1]) for key in taken}
+    merged = [box for box in boxes if id(box) not in cut]
+    merged += [piece for key, (piece, box) in pieces.items() if id(box) in cut and key not in taken]
+    merged += [_table_box(table.boxes, table.markdown()) for table in tables]
+    return merged
+
+
+def _table_box(cells: Sequence[TextBox], markdown: str) -> TextBox:
+    return TextBox(
+        min(b.x0 for b in cells),
+        min(b.y0 for b in cells),
+        max(b.x1 for b in cells),
+        max(b.y1 for b in cells),
+        markdown,
+        height=median(b.text_height for b in cells),
+        kind="table",
+    )
+
+
+def _split_numbers(box: TextBox) -> list[TextBox]:
+    """``box`` cut into one box a number when its text is numbers only, else ``[box]``;
+    each number gets the share of the width its characters take."""
+    tokens = box.text.split()
+    if len(tokens) < 2 or not all(_NUMBER.fullmatch(t) for t in tokens):
+        return [box]
+    per_char = (box.x1 - box.x0) / max(len(box.text.strip()), 1)
+    pieces, x = [], box.x0
+    for token in tokens:
+        width = per_char * len(token)
+        pieces.append(
+            TextBox(x, box.y0, x + width, box.y1, token, box.score, box.height, box.angle)
+        )
+        x += width + per_char
+    return pieces
+
+
+#: Skew below which the boxes are left as they are (0.2°).
+_LEVEL = math.radians(0.2)
+
+
+def deskew(boxes: Sequence[TextBox]) -> list[TextBox]:
+    """The boxes turned about the origin by minus the page's skew: the median slope of
+    its long lines (at least three times as long as high; short boxes' slopes are noise)."""
+    slopes = [b.angle for b in boxes if b.x1 - b.x0 >= 3 * b.text_height]
+    skew = median(slopes) if slopes else 0.0
+    if abs(skew) < _LEVEL:
+        return list(boxes)
+    return [_turned(box, skew) for box in boxes]
+
+
+def _turned(box: TextBox, skew: float) -> TextBox:
+    """``box`` turned by ``-skew``: its centre moved, its size its length and text height."""
+    cos, sin = math.cos(skew), math.sin(skew)
+    cx, cy = (box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2
+    height = box.text_height
+    # The bounding box of a w x h rectangle turned by a is (w cos + h sin) wide.
+    width = max(height, (box.x1 - box.x0 - height * abs(sin)) / cos)
+    x, y = cx * cos + cy * sin, cy * cos - cx * sin
+    return TextBox(
+        x - width / 2,
+        y - height / 2,
+        x + width / 2,
+        y + height / 2,
+        box.text,
+        box.score,
+        height,
+        box.angle - skew,
+        box.kind,
+    )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ocrflow.config import EngineOptions
 from ocrflow.engines.base import Engine
 from ocrflow.engines.factory import build_engine
+from ocrflow.engines.presets import preset_flags
 from ocrflow.errors import ConfigError
 
 log = logging.getLogger("ocrflow.engine")
@@ -84,10 +85,18 @@ def _openai(options: EngineOptions, servers: list[str]) -> Engine:
 
 
 def managed_flags(recipe: object, options: EngineOptions) -> tuple[str, ...]:
-    """``vllm serve`` flags: the recipe's, its GPU-only ones when GPUs are named (a CPU
-    build of vLLM refuses some of them), then the user's ``--vllm-arg`` (last one wins)."""
-    gpu_flags = getattr(recipe, "gpu_server_flags", ()) if options.gpus else ()
-    return (*getattr(recipe, "server_flags", ()), *gpu_flags, *options.server_flags)
+    """``vllm serve`` flags: the recipe's, then its preset's (``--preset``, else the
+    recipe's ``gpu_preset`` when GPUs are named), then the user's ``--vllm-arg`` (last one
+    wins). A preset leaves out flags the server can be told in advance to refuse."""
+    recipe_flags = tuple(getattr(recipe, "server_flags", ()))
+    name = options.preset or (getattr(recipe, "gpu_preset", None) if options.gpus else None)
+    added = preset_flags(
+        name,
+        model=options.model or "",
+        gpus=options.gpus,
+        flags=(*recipe_flags, *options.server_flags),
+    )
+    return (*recipe_flags, *added, *options.server_flags)
 
 
 @contextlib.asynccontextmanager

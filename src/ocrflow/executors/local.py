@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from ocrflow.config import RunConfig
 from ocrflow.dataset_writeback import write_back_datasets
 from ocrflow.executors.worker import WorkerOptions, work
+from ocrflow.metrics import Metrics
 from ocrflow.names import unique_names
 from ocrflow.pipeline import Progress
 from ocrflow.runstats import RunStats
@@ -47,11 +48,12 @@ async def run_local(
     sources: list[Source] | None = None,
     progress: Progress | None = None,
     worker: WorkerOptions | None = None,
+    metrics: Metrics | None = None,
 ) -> RunStats:
     """Convert every input of ``config`` into ``config.output``; resumable, and safe to run
     beside other workers on the same output."""
     workspace, _ = plan_run(config, sources)
-    stats = await work(config, workspace, options=worker, progress=progress)
+    stats = await work(config, workspace, options=worker, progress=progress, metrics=metrics)
     # Dataset inputs with ``--format parquet``: the input rows again, with their Markdown.
     await store_call(write_back_datasets, config, workspace)
     return stats

@@ -16,6 +16,7 @@ from ocrflow.config import RunConfig, ScaleOptions
 from ocrflow.errors import ConfigError
 from ocrflow.executors.local import run_local
 from ocrflow.executors.worker import WorkerOptions, work
+from ocrflow.metrics import Metrics
 from ocrflow.progress import BarProgress, LogProgress
 from ocrflow.runstats import RunStats
 from ocrflow.storage import open_store
@@ -33,6 +34,8 @@ class Plan:
     executor: str = "local"
     ray_address: str | None = None
     ray_workers: int = 2
+    #: Prometheus metrics the run reports to (``--metrics-port``); local executor only.
+    metrics: Metrics | None = None
 
 
 def worker_options(
@@ -89,6 +92,9 @@ def execute_plan(plan: Plan, *, quiet: bool) -> RunStats:
     if plan.executor == "ray":
         from ocrflow.executors.ray import run_ray
 
+        if plan.metrics is not None:
+            raise ConfigError("--metrics-port works with --executor local only")
+
         return run_ray(
             plan.config,
             plan.sources,
@@ -107,10 +113,16 @@ def execute_plan(plan: Plan, *, quiet: bool) -> RunStats:
 async def _execute(plan: Plan, progress: Any) -> RunStats:
     if plan.sources is not None:
         return await run_local(
-            plan.config, sources=plan.sources, progress=progress, worker=plan.worker
+            plan.config,
+            sources=plan.sources,
+            progress=progress,
+            worker=plan.worker,
+            metrics=plan.metrics,
         )
     workspace = Workspace(open_store(plan.config.output))
-    return await work(plan.config, workspace, options=plan.worker, progress=progress)
+    return await work(
+        plan.config, workspace, options=plan.worker, progress=progress, metrics=plan.metrics
+    )
 
 
 def _planned(config: RunConfig) -> int:

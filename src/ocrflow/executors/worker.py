@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import random
@@ -27,6 +28,7 @@ from ocrflow.engines.factory import build_engine
 from ocrflow.engines.session import EngineSession, open_engine
 from ocrflow.errors import SourceError
 from ocrflow.leases import Lease, LeaseLost, LeaseManager, new_owner
+from ocrflow.metrics import Metrics
 from ocrflow.pipeline import (
     CHUNK_PAGES,
     DocumentJob,
@@ -64,10 +66,31 @@ class WorkerOptions:
     idle_poll_s: float = 2.0
     #: Count documents finished by earlier runs in this worker's tally (one reporter only).
     report_finished_before: bool = True
+    #: Asked before each claim: ``True`` stops claiming (items in flight finish) and ends
+    #: ``work`` early, e.g. to give a job service's worker to another job (fair share).
+    should_stop: Callable[[], bool] | None = None
+    #: Items worked on at once (default: enough small documents to fill the page budget);
+    #: a low value lets ``should_stop`` take effect after a few items.
+    max_items_in_flight: int | None = None
+
+    def stopping(self) -> bool:
+        """Whether the worker should claim nothing more."""
+        return self.should_stop is not None and self.should_stop()
 
     def resolved_owner(self) -> str:
         """The owner name of this worker's leases (``host:pid:random`` unless given)."""
         return self.owner or new_owner()
+
+
+@dataclass(frozen=True, slots=True)
+class Lent:
+    """Long-lived resources a caller lends to :func:`work`, which uses them and leaves them
+    open, so that many short calls (a job service's slices of work) share one set."""
+
+    #: Render processes (made for ``config.render``'s workers, page timeout and memory cap).
+    pool: RenderPool | None = None
+    #: An opened engine for ``config.engine``, instrumented already if metrics are wanted.
+    session: EngineSession | None = None
 
 
 class FanOut:
@@ -94,9 +117,13 @@ def build_reader(config: RunConfig, session: EngineSession) -> PageReader:
     if session.recipe is None:
         return PlainReader(session.engine)
     from ocrflow.policy import AttemptPolicy, TransportPolicy
+    from ocrflow.second_pass import second_pass_for
     from ocrflow.vlm_reader import VlmReader
 
-    options = config.engine
+    options, passes = config.engine, config.passes
+    second_pass = second_pass_for(
+        session.recipe, passes.roi_labels, passes.retry_large_cap, passes.required_labels
+    )
     return VlmReader(
         session.engine,
         session.recipe,  # type: ignore[arg-type]
@@ -105,7 +132,25 @@ def build_reader(config: RunConfig, session: EngineSession) -> PageReader:
         ),
         attempts=AttemptPolicy(max_page_error_rate=options.max_page_error_rate),
         fallback_engine=lambda: build_engine(EngineOptions(kind="embedded")),
+        second_pass=second_pass,
+        first_pass_dim=page_dim(config, session) if second_pass else None,
     )
+
+
+def page_dim(config: RunConfig, session: EngineSession) -> int:
+    """The longest side of the image the engine's first read gets."""
+    return config.render.target_dim or session.target_dim
+
+
+def render_dim(config: RunConfig, session: EngineSession) -> int:
+    """The longest side pages are rendered at: the first read's, or the second passes'
+    resolution when they are on (the reader shrinks the page for its first read)."""
+    passes = config.passes
+    if session.recipe is not None and (passes.roi_labels or passes.retry_large_cap):
+        from ocrflow.second_pass import HIRES_DIM
+
+        return max(page_dim(config, session), HIRES_DIM)
+    return page_dim(config, session)
 
 
 #: Pages in flight per replica that an adaptive limit may use. Measured on one H100 with
@@ -130,24 +175,33 @@ async def work(
     *,
     options: WorkerOptions | None = None,
     progress: Progress | None = None,
+    metrics: Metrics | None = None,
+    lent: Lent | None = None,
 ) -> RunStats:
-    """Work on the run in ``workspace`` until no item is left; return what this worker did."""
+    """Work on the run in ``workspace`` until no item is left; return what this worker did.
+    ``metrics``: Prometheus metrics that hear about pages and time engine requests.
+    ``lent``: a render pool and/or an opened engine to use (and leave open) instead of
+    starting and opening new ones (a job service's slot works in many short calls)."""
     options = options or WorkerOptions()
+    lent = lent or Lent()
     stats = RunStats()
     owner = options.resolved_owner()
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
     fingerprint = workspace.bind(config)
-    pool = RenderPool(
+    pool = lent.pool or RenderPool(
         config.render.workers,
         page_timeout_s=config.render.page_timeout_s,
         memory_mb=config.render.worker_memory_mb,
     )
     try:
         async with (
-            open_engine(config.engine, log_dir=workspace.log_dir()) as session,
+            _engine_session(config, workspace, lent.session) as session,
             _recording(workspace, stats, run_id, owner),
         ):
+            if metrics is not None and lent.session is None:  # a lent one is the lender's
+                session = dataclasses.replace(session, engine=metrics.instrument(session.engine))
             reader = build_reader(config, session)
+            listeners = [x for x in (stats, progress, metrics) if x is not None]
             pipeline = DocumentPipeline(
                 config,
                 pool=pool,
@@ -160,10 +214,10 @@ async def work(
                     page_separator=config.out.page_separator,
                 ),
                 budget=PageBudget(page_budget(config)),
-                progress=FanOut(stats, progress) if progress else stats,  # type: ignore[arg-type]
+                progress=FanOut(*listeners) if len(listeners) > 1 else stats,  # type: ignore[arg-type]
                 fingerprint=fingerprint,
                 engine_name=session.label,
-                target_dim=config.render.target_dim or session.target_dim,
+                target_dim=render_dim(config, session),
             )
             try:
                 await ItemLoop(pipeline, workspace, options, owner, fingerprint, stats).run()
@@ -173,8 +227,21 @@ async def work(
             finally:
                 await reader.aclose()
     finally:
-        pool.close()
+        if lent.pool is None:
+            pool.close()
     return stats
+
+
+@contextlib.asynccontextmanager
+async def _engine_session(
+    config: RunConfig, workspace: Workspace, lent: EngineSession | None
+) -> AsyncIterator[EngineSession]:
+    """The lent session as it is (its lender closes it), else one opened for this call."""
+    if lent is not None:
+        yield lent
+        return
+    async with open_engine(config.engine, log_dir=workspace.log_dir()) as session:
+        yield session
 
 
 @contextlib.asynccontextmanager
@@ -220,7 +287,9 @@ class ItemLoop:
         self.options = options
         self.leases = LeaseManager(workspace.store, owner, ttl_s=options.lease_ttl_s)
         self.fingerprint = fingerprint
-        self.slots = asyncio.Semaphore(_document_slots(pipeline.config))
+        self.slots = asyncio.Semaphore(
+            options.max_items_in_flight or _document_slots(pipeline.config)
+        )
         self._queue: deque[WorkItem] = deque()
         self._wake = asyncio.Event()
         self._rng = random.Random(owner)
@@ -264,6 +333,8 @@ class ItemLoop:
             # Buffered outputs (Parquet rows) commit their documents before the item list is
             # read again: a document written but not committed is not done yet.
             await self.pipeline.flush_outputs()
+            if self.options.stopping():
+                return
             items = await asyncio.to_thread(self.pending)
             if not items:
                 return
@@ -282,6 +353,9 @@ class ItemLoop:
                 if not self._queue:
                     self._wake.clear()
                     await self._wake.wait()
+                    continue
+                if self.options.stopping():
+                    self._queue.clear()  # let what runs finish; claim nothing more
                     continue
                 item = self._queue.popleft()
                 await self.slots.acquire()

@@ -98,6 +98,11 @@ class DeepseekRecipe:
             raise ValueError(f"DeepSeek-OCR mode must be one of {sorted(PROMPTS)}: {self.mode!r}")
         check_table_format(self.table_format)
 
+    @property
+    def prompt(self) -> str:
+        """The prompt of this mode (the clean pass strips a reply that repeats it)."""
+        return PROMPTS[self.mode]
+
     def build_request(
         self, image: PageImage, attempt: int, *, max_tokens: int | None = None, page_key: str = ""
     ) -> PageRequest:

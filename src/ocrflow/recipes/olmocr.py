@@ -59,10 +59,11 @@ GUIDED_REGEX = (
 
 TEMPERATURES = (0.1, 0.1, 0.2, 0.3, 0.5, 0.8, 0.9, 1.0)
 SERVER_FLAGS = ("--max-model-len", "16384", "--limit-mm-per-prompt", '{"video": 0}')
-#: Added when ocrflow starts vLLM on named GPUs (``--gpus``). Measured on one H100
+#: The server preset (``ocrflow.engines.presets``) used when ocrflow starts vLLM on named
+#: GPUs (``--gpus``) and no ``--preset`` is given. Measured on one H100
 #: (docs/benchmarks.md): an fp8 KV cache holds 2.27 M tokens instead of 1.01 M and gave
 #: +8 % pages/s; the FP8 checkpoint brings its own weight quantization.
-GPU_SERVER_FLAGS = ("--kv-cache-dtype", "fp8")
+GPU_PRESET = "fp8-kv"
 
 _FRONT_MATTER = re.compile(r"\A\s*---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)(.*)\Z", re.S)
 _FIGURE_LINK = re.compile(r"!\[([^\]\n]*)\]\(page_(\d+)_(\d+)_(\d+)_(\d+)\.png\)")
@@ -87,7 +88,7 @@ class OlmocrRecipe:
     temperatures: tuple[float, ...] = TEMPERATURES
     max_tokens: int = 8000
     server_flags: tuple[str, ...] = SERVER_FLAGS
-    gpu_server_flags: tuple[str, ...] = GPU_SERVER_FLAGS
+    gpu_preset: str = GPU_PRESET
     prompt: str = PROMPT
     guided: bool = False
     extract_figures: bool = True

@@ -14,6 +14,9 @@ from typing import Protocol, runtime_checkable
 from ocrflow.types import DocStatus, DocumentResult, Figure, PageResult
 
 FIGURES_DIR = "figures"
+#: Longest alt text made from a description.
+ALT_TEXT_CHARS = 300
+_ALT_UNSAFE = str.maketrans({"[": "(", "]": ")"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +72,34 @@ def figure_key(doc_id: str, page: int, index: int) -> str:
 
 def figure_link(doc_id: str, figure: Figure, prefix: str = "") -> str:
     """A Markdown image link to the figure's file; ``prefix`` leads from the file holding
-    the link to OUT (``""`` for OUT itself, ``"../"`` one folder down)."""
-    return f"![{figure.label}]({prefix}{figure_key(doc_id, figure.page, figure.index)})"
+    the link to OUT (``""`` for OUT itself, ``"../"`` one folder down). The alt text is the
+    figure's description when it has one, else its label."""
+    alt = alt_text(figure.description) if figure.description else figure.label
+    return f"![{alt}]({prefix}{figure_key(doc_id, figure.page, figure.index)})"
+
+
+def alt_text(description: str, limit: int = ALT_TEXT_CHARS) -> str:
+    """A description fit for alt text: one line, no brackets, at most ``limit`` characters
+    (a table becomes its cells separated by ``;``)."""
+    text = description
+    if "|" in text:  # a Markdown table: its cells, without the separator row
+        cells = [c.strip() for c in text.replace("\n", "|").split("|")]
+        text = "; ".join(c for c in cells if c and set(c) - set("-: "))
+    words = " ".join(text.split()).translate(_ALT_UNSAFE)
+    return words if len(words) <= limit else words[: limit - 1].rstrip() + "…"
+
+
+def figure_markdown(doc_id: str, figure: Figure, prefix: str = "") -> str:
+    """The figure's link, followed by its description as a paragraph (or a table) when it
+    has one."""
+    link = figure_link(doc_id, figure, prefix)
+    return f"{link}\n\n{figure.description.strip()}" if figure.description else link
 
 
 def page_text(doc_id: str, page: PageResult, prefix: str = "") -> str:
-    """The page's text with each figure placeholder replaced by its link; stripped."""
+    """The page's text with each figure placeholder replaced by its link (and description);
+    stripped."""
     text = page.text
     for figure in page.figures:
-        text = text.replace(figure.placeholder, figure_link(doc_id, figure, prefix))
+        text = text.replace(figure.placeholder, figure_markdown(doc_id, figure, prefix))
     return text.strip()

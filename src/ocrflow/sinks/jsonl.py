@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from ocrflow.sinks.base import DocumentMeta, FinishedDocument, page_text
+from ocrflow.sinks.base import DocumentMeta, FinishedDocument, figure_key, page_text
 from ocrflow.sinks.markdown import PAGE_JOINER
 from ocrflow.sources import row_metadata
 from ocrflow.storage import Store
@@ -65,8 +65,27 @@ def dolma_record(result: DocumentResult, meta: DocumentMeta) -> dict[str, Any]:
             "page_routes": _page_attr(pages, spans, lambda p: str(p.route)),
             "page_status": _page_attr(pages, spans, lambda p: str(p.status)),
             "page_rotation": _page_attr(pages, spans, lambda p: p.attributes.get("rotation", 0)),
+            **_figures_attr(result.doc_id, pages),
         },
     }
+
+
+def _figures_attr(doc_id: str, pages: list[PageResult]) -> dict[str, Any]:
+    """``figures``: each figure's page, file, box, label and description (only for
+    documents that have figures, so records without keep their shape)."""
+    figures = [
+        {
+            "page": f.page,
+            "index": f.index,
+            "path": figure_key(doc_id, f.page, f.index),
+            "box": list(f.box),
+            "label": f.label,
+            "description": f.description,
+        }
+        for page in pages
+        for f in page.figures
+    ]
+    return {"figures": figures} if figures else {}
 
 
 def _page_attr(pages: list[PageResult], spans: list[list[int]], value: Any) -> list[list[Any]]:

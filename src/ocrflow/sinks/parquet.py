@@ -57,6 +57,7 @@ FIGURE_TYPE = pa.struct(
         ("path", pa.string()),
         ("box", pa.list_(pa.float64())),  # (x0, y0, x1, y1) in 0..1 of the page; [] if unknown
         ("label", pa.string()),
+        ("description", pa.string()),  # the describe stage's result; null before it
     ]
 )
 DOCUMENT_SCHEMA = pa.schema(
@@ -105,24 +106,38 @@ def page_figures(page: int, text: str, attributes: dict[str, Any]) -> list[dict[
                 "path": str(f.get("path", "")),
                 "box": [float(v) for v in f.get("box") or ()],
                 "label": str(f.get("label", "image")),
+                "description": f.get("description"),
             }
             for f in recorded
         ]
     return [
-        {"page": page, "path": m.group(2), "box": [], "label": m.group(1) or "image"}
+        {
+            "page": page,
+            "path": m.group(2),
+            "box": [],
+            "label": m.group(1) or "image",
+            "description": None,
+        }
         for m in _FIGURE_LINK.finditer(text)
     ]
 
 
 def figure_entry(
-    doc_id: str, page: int, index: int, label: str, box: Iterable[float]
+    doc_id: str,
+    page: int,
+    index: int,
+    label: str,
+    box: Iterable[float],
+    description: str | None = None,
 ) -> dict[str, Any]:
-    """One ``figures`` entry: where the crop is (``figure_key``), its box and label."""
+    """One ``figures`` entry: where the crop is (``figure_key``), its box, label and
+    description (``None`` until the describe stage gave one)."""
     return {
         "page": page,
         "path": figure_key(doc_id, page, index),
         "box": [float(v) for v in box],
         "label": label,
+        "description": description,
     }
 
 
@@ -134,7 +149,8 @@ def document_row(result: DocumentResult, meta: DocumentMeta) -> dict[str, Any]:
     for page in sorted(result.pages, key=lambda p: p.page):
         pages.append(_page_entry(result.doc_id, page))
         figures.extend(
-            figure_entry(result.doc_id, f.page, f.index, f.label, f.box) for f in page.figures
+            figure_entry(result.doc_id, f.page, f.index, f.label, f.box, f.description)
+            for f in page.figures
         )
     return record_row(record, pages, figures, source=result.source, status=str(result.status))
 

@@ -1,0 +1,61 @@
+"""``ocrflow eval``: bench tests and ground-truth scores for one run or several side by side."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ocrflow.errors import OcrflowError
+from ocrflow.evaluation.bench import load_tests
+from ocrflow.evaluation.documents import load_run
+from ocrflow.evaluation.evaluate import RunEvaluation, evaluate_run
+from ocrflow.evaluation.report import evaluation_json, print_evaluations
+
+USAGE_ERROR = 2
+
+
+def _evaluate(locations: list[str], tests_file: Path | None, truth: Path | None) -> list:
+    tests = load_tests(tests_file) if tests_file else []
+    return [evaluate_run(load_run(location), tests, truth) for location in locations]
+
+
+def eval_command(
+    output: Annotated[str, typer.Argument(help="An OUT of `ocrflow run` (or a bench folder).")],
+    tests: Annotated[
+        Path | None,
+        typer.Option("--tests", help="olmOCR-bench tests (JSONL) matched by PDF name and page."),
+    ] = None,
+    truth: Annotated[
+        Path | None,
+        typer.Option(help="Folder of ground-truth .txt/.md files named after the documents."),
+    ] = None,
+    compare: Annotated[
+        list[str] | None,
+        typer.Option(help="Another OUT to put beside the first one (repeatable)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object with per-test results.")
+    ] = False,
+) -> None:
+    """Score a run: olmOCR-bench unit tests (--tests) and CER / word F1 (--truth)."""
+    console = Console(stderr=True)
+    if tests is None and truth is None:
+        console.print("[red]error:[/] give --tests FILE.jsonl and/or --truth DIR")
+        raise typer.Exit(USAGE_ERROR)
+    if truth is not None and not truth.is_dir():
+        console.print(f"[red]error:[/] --truth {escape(str(truth))}: not a folder")
+        raise typer.Exit(USAGE_ERROR)
+    try:
+        evaluations: list[RunEvaluation] = _evaluate([output, *(compare or [])], tests, truth)
+    except (OcrflowError, OSError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(USAGE_ERROR) from None
+    if as_json:
+        typer.echo(json.dumps({"runs": [evaluation_json(e) for e in evaluations]}, indent=1))
+    else:
+        print_evaluations(Console(), evaluations)

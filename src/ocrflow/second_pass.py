@@ -1,0 +1,233 @@
+"""Region second passes for DeepSeek-OCR grounding replies (from the DeepSeek-OCR runner's
+notes): read chosen regions again, and pages that miss a table again in the large mode.
+
+- **ROI re-inference** (``roi_labels``): each grounded region with one of the labels is
+  cropped from the page at ``HIRES_DIM`` px (the first read saw 640 px) and read again with
+  the clean prompt (``Free OCR.``). The second read replaces the region's text when it
+  passes its checks: the reply ended on its own and holds no repetition loop, is not empty,
+  and its visible length is within ``MIN_RATIO``..``MAX_RATIO`` of the first read's
+  (``LENGTH_SLACK`` characters of leeway for short regions such as titles).
+- **Large-mode retry** (``retry_large_cap``): a page whose reply lacks a required label
+  (``table``) although the page looks like it has one (ruling lines, ``render.rulings``) is
+  read again at 1280 px, at most ``retry_large_cap`` pages per reader (per worker); the new
+  read is kept when it has the label.
+
+Both are recorded in the page's ``attributes["second_pass"]``: what was read again,
+accepted or not, and why. A failed second read never fails the page: the first read stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from PIL import Image
+
+from ocrflow.errors import ConfigError, OcrflowError
+from ocrflow.recipes.base import ParsedPage
+from ocrflow.recipes.deepseek import GRID, MODE_SIZES, DeepseekRecipe, split_regions
+from ocrflow.recipes.text import detect_repetition
+from ocrflow.render.jobs import decode_image, encode_image
+from ocrflow.render.rulings import find_rulings
+from ocrflow.types import EngineReply, PageImage, PageRequest
+
+HIRES_DIM = MODE_SIZES["large"]
+MIN_RATIO, MAX_RATIO, LENGTH_SLACK = 0.5, 2.0, 20
+#: Share of the page added around a region's box before it is cropped.
+ROI_PAD = 0.01
+#: Names users may give for a grounding label.
+LABEL_ALIASES = {"figure": "image", "subtitle": "sub_title"}
+
+Ask = Callable[[PageRequest], Awaitable[EngineReply]]
+Region = tuple[str, str, str]
+
+_BOX = re.compile(r"\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,"
+                  r"\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\]")  # fmt: skip
+_TAGS = re.compile(r"<[^>]*>")
+
+
+@dataclass
+class SecondPass:
+    """The second passes of one reader. ``retries_used`` counts large-mode retries (it is
+    the only state, owned by one reader in one event loop)."""
+
+    recipe: DeepseekRecipe
+    roi_labels: frozenset[str] = frozenset()
+    retry_large_cap: int = 0
+    required_labels: tuple[str, ...] = ("table",)
+    retries_used: int = field(default=0)
+
+    async def refine(
+        self, hires: PageImage, reply: EngineReply, parsed: ParsedPage, ask: Ask
+    ) -> ParsedPage:
+        """``parsed`` improved by the second passes, with their record in its attributes."""
+        record: dict[str, Any] = {}
+        if self.retry_large_cap:
+            retried = await self._large_retry(hires, reply, ask, record)
+            if retried is not None:
+                reply, parsed = retried
+        if self.roi_labels:
+            parsed = await self._roi(hires, reply, parsed, ask, record)
+        if not record:
+            return parsed
+        return dataclasses.replace(parsed, attributes={**parsed.attributes, "second_pass": record})
+
+    # -- large-mode retry ----------------------------------------------------------------
+    async def _large_retry(
+        self, hires: PageImage, reply: EngineReply, ask: Ask, record: dict[str, Any]
+    ) -> tuple[EngineReply, ParsedPage] | None:
+        labels = {label for label, _, _ in split_regions(reply.text)}
+        missing = [label for label in self.required_labels if label not in labels]
+        if not missing:
+            return None
+        picture = await asyncio.to_thread(decode_image, hires)
+        if not (await asyncio.to_thread(find_rulings, picture)).table_like:
+            return None
+        entry: dict[str, Any] = {"missing": missing, "dim": HIRES_DIM, "accepted": False}
+        record["large_retry"] = entry
+        if self.retries_used >= self.retry_large_cap:
+            entry["reason"] = f"cap of {self.retry_large_cap} pages reached"
+            return None
+        self.retries_used += 1
+        large = await asyncio.to_thread(_fit, picture, HIRES_DIM, hires.encoding)
+        try:
+            new_reply = await ask(self.recipe.build_request(large, 0))
+            new_parsed = self.recipe.parse(new_reply)
+        except OcrflowError as exc:
+            entry["reason"] = f"second read failed: {exc}"
+            return None
+        new_labels = {label for label, _, _ in split_regions(new_reply.text)}
+        still = [label for label in missing if label not in new_labels]
+        if still:
+            entry["reason"] = f"the large read has no {', '.join(still)} either"
+            return None
+        entry |= {"accepted": True, "reason": f"the large read has {', '.join(missing)}"}
+        return new_reply, new_parsed
+
+    # -- ROI re-inference ----------------------------------------------------------------
+    async def _roi(
+        self,
+        hires: PageImage,
+        reply: EngineReply,
+        parsed: ParsedPage,
+        ask: Ask,
+        record: dict[str, Any],
+    ) -> ParsedPage:
+        regions = split_regions(reply.text)
+        chosen = [i for i, r in enumerate(regions) if r[0] in self.roi_labels and _box(r[1])]
+        if not chosen:
+            return parsed
+        picture = await asyncio.to_thread(decode_image, hires)
+        reads = await asyncio.gather(
+            *(self._read_region(picture, hires.encoding, regions[i], ask) for i in chosen)
+        )
+        entries, texts = [], list(regions)
+        for i, (entry, text) in zip(chosen, reads, strict=True):
+            entries.append(entry)
+            if text is not None:
+                texts[i] = (regions[i][0], regions[i][1], text)
+        record["roi"] = entries
+        if all(text is None for _, text in reads):
+            return parsed
+        try:
+            return self.recipe.parse(dataclasses.replace(reply, text=rebuild_reply(texts)))
+        except OcrflowError as exc:
+            record["roi_error"] = f"the page with re-read regions did not parse: {exc}"
+            return parsed
+
+    async def _read_region(
+        self, picture: Image.Image, encoding: str, region: Region, ask: Ask
+    ) -> tuple[dict[str, Any], str | None]:
+        """One region read again: its record, and its new text when accepted."""
+        label, box_text, old = region
+        entry: dict[str, Any] = {"label": label, "box": box_text.strip(), "accepted": False}
+        box = _box(box_text)
+        assert box is not None
+        crop = await asyncio.to_thread(_crop, picture, box, encoding)
+        free = dataclasses.replace(self.recipe, mode="free")
+        try:
+            text = free.parse(await ask(free.build_request(crop, 0))).markdown
+        except OcrflowError as exc:
+            entry["reason"] = f"second read failed: {exc}"
+            return entry, None
+        verdict = check_region_text(old, text)
+        entry["chars"] = [len(_visible(old)), len(_visible(text))]
+        entry["reason"] = verdict or "passed its checks"
+        if verdict:
+            return entry, None
+        entry["accepted"] = True
+        return entry, text
+
+
+def second_pass_for(
+    recipe: object,
+    roi_labels: tuple[str, ...],
+    retry_large_cap: int,
+    required_labels: tuple[str, ...] = ("table",),
+) -> SecondPass | None:
+    """The second passes the options ask for, or None; ``ConfigError`` when the recipe is
+    not DeepSeek-OCR in grounding mode (only its replies carry regions)."""
+    if not roi_labels and not retry_large_cap:
+        return None
+    if not isinstance(recipe, DeepseekRecipe) or recipe.mode != "grounding":
+        raise ConfigError("--roi-labels/--retry-large-cap need the deepseek recipe (grounding)")
+    labels = frozenset(LABEL_ALIASES.get(label, label) for label in roi_labels)
+    return SecondPass(recipe, labels, retry_large_cap, required_labels)
+
+
+def check_region_text(old: str, new: str) -> str | None:
+    """Why a second read of a region is refused (None: it passes)."""
+    if not _visible(new):
+        return "empty"
+    if detect_repetition(new):
+        return "repetition loop"
+    before, after = len(_visible(old)), len(_visible(new))
+    if before and not (MIN_RATIO * before - LENGTH_SLACK <= after <= MAX_RATIO * before
+                       + LENGTH_SLACK):  # fmt: skip
+        return f"length ratio {after / before:.2f} outside {MIN_RATIO}-{MAX_RATIO}"
+    return None
+
+
+def rebuild_reply(regions: list[Region]) -> str:
+    """A grounding reply from ``split_regions`` output (text before any region stays bare)."""
+    parts = []
+    for index, (label, box, text) in enumerate(regions):
+        if index == 0 and not box:
+            parts.append(text)
+        else:
+            parts.append(f"<|ref|>{label}<|/ref|><|det|>{box}<|/det|>\n{text}")
+    return "\n\n".join(parts)
+
+
+def _box(box_text: str) -> tuple[float, float, float, float] | None:
+    """The first box of a region, as fractions of the page; None when there is none."""
+    match = _BOX.search(box_text)
+    if not match:
+        return None
+    x0, y0, x1, y1 = (min(1.0, max(0.0, float(v) / GRID)) for v in match.groups())
+    return (x0, y0, x1, y1) if x1 > x0 and y1 > y0 else None
+
+
+def _crop(picture: Image.Image, box: tuple[float, float, float, float], encoding: str) -> PageImage:
+    x0, y0, x1, y1 = box
+    width, height = picture.size
+    left, top = max(0.0, x0 - ROI_PAD) * width, max(0.0, y0 - ROI_PAD) * height
+    right, bottom = min(1.0, x1 + ROI_PAD) * width, min(1.0, y1 + ROI_PAD) * height
+    region = picture.crop((int(left), int(top), max(int(right), int(left) + 1),
+                           max(int(bottom), int(top) + 1)))  # fmt: skip
+    return encode_image(region, encoding)
+
+
+def _fit(picture: Image.Image, longest: int, encoding: str) -> PageImage:
+    scale = longest / max(picture.size)
+    size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
+    resized = picture if size == picture.size else picture.resize(size, Image.Resampling.LANCZOS)
+    return encode_image(resized, encoding)
+
+
+def _visible(text: str) -> str:
+    return " ".join(_TAGS.sub(" ", text).split())

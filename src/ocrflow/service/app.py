@@ -1,0 +1,256 @@
+"""The FastAPI application of ``ocrflow serve`` (OpenAPI at ``/docs``)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import tempfile
+import zipfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from .auth import TokenSet
+from .background import Background
+from .jobs import JobStore, job_view
+from .layout import JOB_ID, JobDir, JobMeta, new_job_id
+from .options import OptionError
+from .requests import RequestLimits, read_job_request
+from .scheduler import SchedulerSettings
+from .uploads import UploadError
+
+log = logging.getLogger("ocrflow.service")
+CHUNK = 1 << 16
+#: Optional modules whose ``router`` is included when present (the web page, metrics).
+OPTIONAL_ROUTERS = ("ocrflow.service.web", "ocrflow.service.metrics")
+
+_UPLOAD_BODY = {
+    "requestBody": {
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+                        "options": {"type": "string", "description": "JSON object"},
+                        "uris": {"type": "string", "description": "JSON list"},
+                        "callback_url": {"type": "string"},
+                    },
+                }
+            },
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "uris": {"type": "array", "items": {"type": "string"}},
+                        "options": {"type": "object"},
+                        "callback_url": {"type": "string"},
+                    },
+                }
+            },
+        },
+        "required": True,
+    }
+}
+
+
+@dataclass
+class Service:
+    """Everything the routes share (``app.state.service``)."""
+
+    jobs: JobStore
+    tokens: TokenSet
+    limits: RequestLimits
+    scheduler: SchedulerSettings
+
+
+def create_app(service: Service) -> FastAPI:
+    """The application; in-process workers and the job sync run while it is up."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        background = Background(service.jobs, service.scheduler)
+        background.start()
+        try:
+            yield
+        finally:
+            await run_in_threadpool(background.stop)
+
+    app = FastAPI(title="ocrflow", summary="Documents to Markdown and JSONL", lifespan=lifespan)
+    app.state.service = service
+    _add_routes(app)
+    include_optional_routers(app)
+    return app
+
+
+def include_optional_routers(app: FastAPI) -> None:
+    """Include the ``router`` of each module of ``OPTIONAL_ROUTERS`` that is installed: the
+    API works without them, and they reach the service through ``app.state.service``."""
+    for name in OPTIONAL_ROUTERS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        if hasattr(module, "router"):
+            app.include_router(module.router)
+
+
+def owner_of(request: Request) -> str:
+    """The caller's owner id (its token's hash); 401 without a valid token."""
+    service: Service = request.app.state.service
+    owner = service.tokens.owner(request.headers.get("authorization"))
+    if owner is None:
+        raise HTTPException(401, "a valid bearer token is required", {"WWW-Authenticate": "Bearer"})
+    return owner
+
+
+Owner = Annotated[str, Depends(owner_of)]
+
+
+def _service(request: Request) -> Service:
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+def _own_job(request: Request, owner: str, job_id: str) -> Any:
+    if not JOB_ID.match(job_id):
+        raise HTTPException(404, "no such job")
+    row = _service(request).jobs.get(owner, job_id)
+    if row is None:
+        raise HTTPException(404, "no such job")
+    return row
+
+
+def _add_routes(app: FastAPI) -> None:
+    @app.get("/health", tags=["service"])
+    def health() -> dict[str, str]:
+        """Liveness: the API answers."""
+        return {"status": "ok"}
+
+    @app.post("/v1/jobs", status_code=201, tags=["jobs"], openapi_extra=_UPLOAD_BODY)
+    async def create_job(
+        request: Request,
+        owner: Owner,
+        idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
+    ) -> JSONResponse:
+        """Create a job from uploaded ``files`` and/or ``uris``, with ``options`` named as
+        ``ocrflow run``'s. A repeated ``Idempotency-Key`` returns the first job (200)."""
+        service = _service(request)
+        if idempotency_key:
+            earlier = await run_in_threadpool(service.jobs.by_key, owner, idempotency_key)
+            if earlier is not None:
+                return JSONResponse({"id": earlier.id, "status": earlier.status}, 200)
+        row = await _create(request, service, owner, idempotency_key)
+        return JSONResponse({"id": row.id, "status": row.status}, 201)
+
+    @app.get("/v1/jobs", tags=["jobs"])
+    def list_jobs(
+        request: Request,
+        owner: Owner,
+        status: Literal["queued", "running", "done", "failed", "cancelled"] | None = None,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> dict[str, Any]:
+        """The caller's jobs, newest first; ``next`` is the offset of the next page."""
+        rows = _service(request).jobs.page(owner, status, limit + 1, offset)
+        more = len(rows) > limit
+        return {
+            "jobs": [job_view(r) for r in rows[:limit]],
+            "next": offset + limit if more else None,
+        }
+
+    @app.get("/v1/jobs/{job_id}", tags=["jobs"])
+    def get_job(request: Request, owner: Owner, job_id: str) -> dict[str, Any]:
+        """A job's status and progress."""
+        return job_view(_own_job(request, owner, job_id))
+
+    @app.delete("/v1/jobs/{job_id}", tags=["jobs"])
+    def cancel_job(request: Request, owner: Owner, job_id: str) -> dict[str, Any]:
+        """Cancel a job: its running pages stop, what is finished stays."""
+        _own_job(request, owner, job_id)
+        row = _service(request).jobs.cancel(owner, job_id)
+        return job_view(row)
+
+    @app.get("/v1/jobs/{job_id}/results", tags=["jobs"])
+    def job_results(
+        request: Request,
+        owner: Owner,
+        job_id: str,
+        format: Literal["jsonl", "markdown", "parquet"] = "jsonl",
+    ) -> StreamingResponse:
+        """The finished documents: JSONL records (a stream), or a zip of the Markdown tree
+        or of the Parquet shards (when the job asked for ``parquet``)."""
+        row = _own_job(request, owner, job_id)
+        jobs = _service(request).jobs
+        headers = {"X-Job-Status": row.status}
+        if format == "jsonl":
+            files = list(jobs.result_files(job_id, "results", ".jsonl"))
+            return StreamingResponse(_concat(files), media_type="application/x-ndjson",
+                                     headers=headers)  # fmt: skip
+        folder, suffix = ("markdown", ".md") if format == "markdown" else ("parquet", ".parquet")
+        if format == "parquet" and "parquet" not in row.options.get("format", ""):
+            raise HTTPException(404, "this job did not ask for parquet output")
+        base = JobDir(jobs.settings.root, job_id).out / folder
+        archive = _zip(base, list(jobs.result_files(job_id, folder, suffix)))
+        headers["Content-Disposition"] = f'attachment; filename="{job_id}-{folder}.zip"'
+        return StreamingResponse(_drain(archive), media_type="application/zip", headers=headers)
+
+
+async def _create(request: Request, service: Service, owner: str, key: str | None) -> Any:
+    job = JobDir(service.jobs.settings.root, new_job_id())
+    try:
+        asked = await read_job_request(request, job.inputs, service.limits)
+        if not asked.files and not asked.uris:
+            raise OptionError("the job names no document: send files or uris")
+        meta = JobMeta(
+            id=job.id,
+            owner=owner,
+            idempotency_key=key,
+            callback_url=asked.callback_url,
+            options=asked.options.model_dump(exclude_none=True),
+            uris=asked.uris,
+        )
+        await run_in_threadpool(service.jobs.plan, job, meta, asked.options)
+        row = await run_in_threadpool(service.jobs.insert, meta)
+    except UploadError as exc:
+        service.jobs.discard(job)
+        raise HTTPException(exc.status, str(exc)) from None
+    except OptionError as exc:
+        service.jobs.discard(job)
+        raise HTTPException(422, str(exc)) from None
+    except BaseException:
+        service.jobs.discard(job)
+        raise
+    if row.id != job.id:  # the same Idempotency-Key won a race: keep the first job only
+        service.jobs.discard(job)
+    return row
+
+
+def _concat(files: list[Path]) -> Iterator[bytes]:
+    for path in files:
+        with path.open("rb") as handle:
+            while chunk := handle.read(CHUNK):
+                yield chunk
+
+
+def _zip(base: Path, files: list[Path]) -> IO[bytes]:
+    """A zip of ``files`` (named relative to ``base``) in an anonymous temp file."""
+    handle = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _drain after streaming)
+    with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in files:
+            archive.write(path, path.relative_to(base).as_posix())
+    handle.seek(0)
+    return handle
+
+
+def _drain(handle: IO[bytes]) -> Iterator[bytes]:
+    with handle:
+        while chunk := handle.read(CHUNK):
+            yield chunk

@@ -1,0 +1,94 @@
+"""A job's progress, read from its workspace (the truth every worker writes to)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ocrflow.leases import LeaseManager
+from ocrflow.storage import open_store
+from ocrflow.types import DocStatus
+from ocrflow.workitems import Manifest
+from ocrflow.workspace import Workspace
+
+from .layout import JobDir
+
+
+@dataclass
+class JobProgress:
+    """Documents by state, pages done of total, failures, and whether every item is done."""
+
+    documents: dict[str, int] = field(default_factory=dict)
+    pages_done: int = 0
+    pages_total: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    complete: bool = False
+    active: bool = False
+
+    @property
+    def all_failed(self) -> bool:
+        """Every document failed (a job of nothing but bad files)."""
+        total = sum(self.documents.values())
+        return total > 0 and self.documents.get("failed", 0) == total
+
+
+def pending_items(job: JobDir) -> int:
+    """Work items of the job not done yet (ranges of split documents included)."""
+    manifest = Manifest(open_store(str(job.out)))
+    done = manifest.done_item_ids()
+    return sum(1 for i in (*manifest.items(), *manifest.all_ranges()) if i.item_id not in done)
+
+
+def read_progress(job: JobDir) -> JobProgress:
+    """The job's progress now."""
+    workspace = Workspace(open_store(str(job.out)))
+    manifest = Manifest(workspace.store)
+    records = workspace.done_records()
+    progress = JobProgress()
+    documents: Counter[str] = Counter(str(r.status) for r in records)
+    items = manifest.items()
+    waiting = len(items) - len(records)
+    leases = LeaseManager(workspace.store, "status").active()
+    progress.active = bool(leases)
+    if waiting > 0:
+        documents["running" if leases else "queued"] += waiting
+    progress.documents = dict(documents)
+    counts = job.page_counts()
+    finished = {r.source: len(r.pages) for r in records}
+    progress.pages_done = sum(finished.values()) + _checkpointed(workspace, records)
+    progress.pages_total = sum(max(counts.get(s, 0), n) for s, n in finished.items()) + sum(
+        n for s, n in counts.items() if s not in finished
+    )
+    progress.failures = [
+        {"source": _name(r.source, job), "status": str(r.status), "reason": r.reason,
+         "message": r.message}
+        for r in records
+        if r.status is not DocStatus.OK
+    ]  # fmt: skip
+    progress.complete = bool(items) and pending_items(job) == 0 and waiting <= 0
+    return progress
+
+
+def _checkpointed(workspace: Workspace, records: list[Any]) -> int:
+    """Pages held in checkpoints of documents that are not finished yet."""
+    finished = {r.doc_id for r in records}
+    pages: dict[str, set[int]] = {}
+    for key in workspace.store.list(".ocrflow/pages"):
+        doc_id = key.split("/")[-2]
+        if doc_id in finished or not key.endswith(".json"):
+            continue
+        blob = workspace.store.read_bytes(key)
+        try:
+            numbers = {int(p["page"]) for p in json.loads(blob or b"[]")}
+        except (ValueError, KeyError, TypeError):
+            continue  # being replaced: counted at the next look
+        pages.setdefault(doc_id, set()).update(numbers)
+    return sum(len(p) for p in pages.values())
+
+
+def _name(source: str, job: JobDir) -> str:
+    """An uploaded file's name (the server's folders are nobody's business), or a URI."""
+    prefix = str(job.inputs) + "/"
+    return source.removeprefix(prefix)

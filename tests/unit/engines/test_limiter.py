@@ -1,0 +1,37 @@
+"""ReplicaLimiter: the adaptive in-flight limit, fed the server's /metrics as OpenAIEngine
+does at each poll (running, waiting, our requests in flight, pages waiting on our side)."""
+
+from __future__ import annotations
+
+from ocrflow.engines.limiter import ReplicaLimiter
+
+
+def _cold_start(limiter: ReplicaLimiter) -> None:
+    """A server's first, slow steps: the requests of the first growth wait two polls."""
+    limiter.on_metrics(32, 0, 32, True)  # all running, no queue: +50 %
+    assert limiter.limit == 48
+    limiter.on_metrics(32, 16, 48, True)  # one poll of queue says nothing yet
+    limiter.on_metrics(32, 16, 48, True)  # two do: cut to what is out less the excess
+    assert limiter.limit == 40 and limiter.queue_seen
+
+
+def test_a_queue_behind_a_slow_first_step_does_not_slow_the_ramp() -> None:
+    # Issue 12: ocrflow's own vLLM (cold) queued its first requests for a moment; the
+    # limit then grew by 25 % at each poll instead of 50 % for the rest of the ramp.
+    limiter = ReplicaLimiter(32)
+    _cold_start(limiter)
+    limiter.on_metrics(48, 0, 48, True)  # the batch took them all: it was not full
+    assert not limiter.queue_seen
+    limiter.on_metrics(48, 0, 48, True)  # no queue at two polls, all running: +50 %
+    assert limiter.limit == 60
+
+
+def test_a_queue_at_a_full_batch_keeps_growth_slow() -> None:
+    limiter = ReplicaLimiter(240)
+    limiter.on_metrics(200, 40, 240, True)
+    limiter.on_metrics(200, 40, 240, True)  # max-num-seqs 200: a real queue
+    assert limiter.limit == 208 and limiter.queue_seen
+    limiter.on_metrics(210, 0, 210, True)  # a little more room (shorter prompts)
+    limiter.on_metrics(210, 0, 210, True)
+    assert limiter.queue_seen
+    assert limiter.limit == 208 * 1.25  # growth stays at 25 % near the batch's size
