@@ -26,11 +26,16 @@ class ReplicaLimiter:
     overload_share: float = 0.1
     #: Weight of the newest answer in the running overload share (about 1/20 answers).
     overload_weight: float = 0.05
-    #: Whether the server ever held more than ``target_waiting`` in its queue: until then
-    #: its batch may have much more room, and the limit grows fast. ``_last_waiting``: the
-    #: server's queue at the previous poll.
+    #: Whether the server held more than ``target_waiting`` in its queue with its batch
+    #: no bigger than now: until then its batch may have much more room, and the limit
+    #: grows fast. ``_last_waiting``: the server's queue at the previous poll;
+    #: ``_queue_running``: its batch when the queue was last seen.
     queue_seen: bool = False
+    #: A batch this much bigger than when the queue was seen shows that queue was a slow
+    #: step (a server's first requests, a burst of prefill), not a full batch.
+    regrow_factor: float = 1.25
     _last_waiting: float = 0.0
+    _queue_running: float = 0.0
     _overloaded: float = 0.0
     _last_cut: float = -1e9
 
@@ -53,11 +58,16 @@ class ReplicaLimiter:
         queue = min(waiting, self._last_waiting)
         room = max(waiting, self._last_waiting)
         self._last_waiting = waiting
+        if self.queue_seen and running > self.regrow_factor * self._queue_running:
+            # A server that just started queues behind its first, slow steps: that queue
+            # must not hold the ramp to slow growth once its batch has clearly grown past it.
+            self.queue_seen = False
         if queue > target:
             # Cut from what is really out: requests sent cannot be called back, so until
             # they finish the queue stays long; a cut taken from the limit again at every
             # poll would take the same excess away over and over, down to the floor.
             self.queue_seen = True
+            self._queue_running = running
             self.limit = min(self.limit, in_flight - (queue - target) * share)
         elif saturated and 0 < room < target / 2:
             self.limit += (target - room) * share  # a short queue: top it up
