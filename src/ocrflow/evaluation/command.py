@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from ocrflow.errors import OcrflowError
-from ocrflow.evaluation.bench import load_tests
-from ocrflow.evaluation.documents import load_run
-from ocrflow.evaluation.evaluate import RunEvaluation, evaluate_run
-from ocrflow.evaluation.report import evaluation_json, print_evaluations
+
+if TYPE_CHECKING:
+    from ocrflow.evaluation.evaluate import RunEvaluation
 
 USAGE_ERROR = 2
 
 
 def _evaluate(locations: list[str], tests_file: Path | None, truth: Path | None) -> list:
+    # Imported here: every `ocrflow` command loads this module, and only eval needs
+    # rapidfuzz and the checks (a GPU host running `ocrflow run` may not have them).
+    from ocrflow.evaluation.bench import load_tests
+    from ocrflow.evaluation.documents import load_run
+    from ocrflow.evaluation.evaluate import evaluate_run
+
     tests = load_tests(tests_file) if tests_file else []
     return [evaluate_run(load_run(location), tests, truth) for location in locations]
 
@@ -55,6 +60,8 @@ def eval_command(
     except (OcrflowError, OSError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(USAGE_ERROR) from None
+    from ocrflow.evaluation.report import evaluation_json, print_evaluations
+
     if as_json:
         typer.echo(json.dumps({"runs": [evaluation_json(e) for e in evaluations]}, indent=1))
     else:
