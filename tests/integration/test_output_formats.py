@@ -183,8 +183,10 @@ def test_figures_are_written_once_and_links_resolve(corpus: Path, tmp_path: Path
 def test_figures_survive_a_kill_after_the_page_checkpoint(corpus: Path, tmp_path: Path) -> None:
     pdf = corpus / "pdfs" / "pdfjs__tracemonkey.pdf"  # 14 pages: a checkpoint of 8 comes first
     out = tmp_path / "out"
-    flags = ("--reply-format", "deepseek", "--model", "deepseek-ocr", "--pages-per-s", "4")
-    with running_server(*flags) as server:
+    # One page at a time: the pages after the first checkpoint take ~2 s more, so the kill
+    # lands before the document is finished (a full batch would answer all 14 at once).
+    flags = ("--reply-format", "deepseek", "--model", "deepseek-ocr", "--pages-per-s", "3")
+    with running_server(*flags, "--max-num-seqs", "1") as server:
         command = _deepseek_run(out, server.base_url, str(pdf))
         first = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
