@@ -5,7 +5,8 @@ Run: ``.venv/bin/python bench/bench_engines.py [--dims 1288,1600,2000] [--repeat
 Each page is rendered exactly as the product does (PDFs through ``render_pdf_page``, images
 through ``fit_longest_side``, longest side = the target dimension), then both engines read
 the same pixels, alternately, so background load hits both alike. CER and word F1 come
-from ``bench/textmetrics.py`` with one normalisation for both. Seconds per page are the
+from ``ocrflow.evaluation.metrics`` (what ``ocrflow eval --truth`` reports), with one
+normalisation for both. Seconds per page are the
 median of ``--repeat`` runs; the embedded engine's one-time model load is not counted
 (Tesseract pays its start-up on every page, by design).
 
@@ -32,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import pypdfium2 as pdfium
-import textmetrics
 from PIL import Image
 
 from ocrflow.engines.embedded import EmbeddedEngine
 from ocrflow.engines.tesseract import TesseractEngine
+from ocrflow.evaluation.metrics import score_text
 from ocrflow.render.jobs import encode_image
 from ocrflow.render.pdf import render_pdf_page
 from ocrflow.render.raster import fit_longest_side
@@ -174,8 +175,8 @@ def bench_page(
         text = results[0][0]
         seconds = statistics.median(wall for _, wall, _ in results)
         cpu = statistics.median(cpu for _, _, cpu in results)
-        f1 = textmetrics.word_f1(text, truth)
-        scores[name] = Score(textmetrics.cer(text, truth), f1, seconds, cpu, text)
+        scored = score_text(truth, text)
+        scores[name] = Score(scored.cer, scored.word_f1, seconds, cpu, text)
     return scores
 
 

@@ -18,7 +18,9 @@ from ocrflow.sources import Source
 from ocrflow.types import DocStatus
 
 
-class _Record(BaseModel):
+class StoredRecord(BaseModel):
+    """A record stored as JSON: ``dump()`` to write, ``load()`` to read (older shapes too)."""
+
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     def dump(self) -> bytes:
@@ -31,7 +33,7 @@ class _Record(BaseModel):
         return cls.model_validate_json(blob)
 
 
-class FigureSummary(_Record):
+class FigureSummary(StoredRecord):
     """A figure of a page as a done marker keeps it (the crop itself is an output file)."""
 
     page: int
@@ -40,7 +42,7 @@ class FigureSummary(_Record):
     box: tuple[float, ...] = ()
 
 
-class PageSummary(_Record):
+class PageSummary(StoredRecord):
     """One page of a finished document, without its text (that is in the outputs)."""
 
     page: int
@@ -57,7 +59,7 @@ class PageSummary(_Record):
     image_size: dict[str, int] | None = None
 
 
-class DoneRecord(_Record):
+class DoneRecord(StoredRecord):
     """A document's done marker: written after its outputs, the proof it needs no work."""
 
     doc_id: str
@@ -76,7 +78,7 @@ class DoneRecord(_Record):
 ItemStatus = Literal["done", "split", "range"]
 
 
-class WorkItem(_Record):
+class WorkItem(StoredRecord):
     """A document (``first == last == 0``) or pages ``first..last`` of one."""
 
     item_id: str
@@ -102,7 +104,7 @@ class WorkItem(_Record):
         return int(self.item_id[:8], 16) % num_shards
 
 
-class ItemDone(_Record):
+class ItemDone(StoredRecord):
     """An item needs no more work: its document is done, split into ranges, or its range is
     converted (the document is done when the last range is)."""
 
@@ -111,7 +113,7 @@ class ItemDone(_Record):
     status: ItemStatus = "done"
 
 
-class RunRecord(_Record):
+class RunRecord(StoredRecord):
     """One run's or worker's figures, kept fresh while it works (``ocrflow status``)."""
 
     run_id: str
@@ -132,7 +134,7 @@ class RunRecord(_Record):
     workers_lost: int = 0
 
 
-class LeaseRecord(_Record):
+class LeaseRecord(StoredRecord):
     """Who holds an item and until when (seconds since the epoch)."""
 
     owner: str

@@ -28,18 +28,14 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Protocol
 
+from ocrflow.engines import xycut
 
-class Box(Protocol):
-    """What the table finder needs of a line box (``layout.TextBox`` has it)."""
 
-    x0: float
-    y0: float
-    x1: float
-    y1: float
+class Box(xycut.Box, Protocol):
+    """What the table finder needs of a line box: the cut's box and its text
+    (``layout.TextBox`` has it)."""
+
     text: str
-
-    @property
-    def text_height(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,10 +20,11 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Self
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from ocrflow.records import StoredRecord
 from ocrflow.sinks.base import DocumentMeta, FinishedDocument, figure_key
 from ocrflow.storage import Store
 from ocrflow.types import DocStatus, DocumentResult, PageResult
@@ -36,20 +37,7 @@ LATEST_KEY = f"{DESCRIBE_DIR}/latest.json"
 FigureKey = tuple[int, int]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    def dump(self) -> bytes:
-        """Compact JSON, UTF-8, as stored."""
-        return self.model_dump_json().encode()
-
-    @classmethod
-    def load(cls, blob: bytes | str) -> Self:
-        """Parse a stored record."""
-        return cls.model_validate_json(blob)
-
-
-class FigureEntry(_Model):
+class FigureEntry(StoredRecord):
     """One figure of a document: where it is on its page and where its crop lies in OUT."""
 
     page: int
@@ -63,7 +51,7 @@ class FigureEntry(_Model):
         return (self.page, self.index)
 
 
-class FigureDocument(_Model):
+class FigureDocument(StoredRecord):
     """A finished document with figures, as extract left it (page texts hold placeholders)."""
 
     doc_id: str
@@ -77,7 +65,7 @@ class FigureDocument(_Model):
     figures: tuple[FigureEntry, ...] = ()
 
 
-class FigureResult(_Model):
+class FigureResult(StoredRecord):
     """What describe got for one figure. ``markdown`` is what assemble places after the
     figure's link (a table for a tabular ``parse`` answer); ``text`` is the raw answer."""
 
@@ -95,7 +83,7 @@ class FigureResult(_Model):
     latency_s: float = 0.0
 
 
-class DescribeSet(_Model):
+class DescribeSet(StoredRecord):
     """The settings of a describe run; their fingerprint names its result set."""
 
     task: str
