@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from collections.abc import Sequence
 
 import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
 from PIL import Image
 
 from ocrflow.errors import RenderError
 from ocrflow.types import Reason
 
 # PDFium's FPDF_GetLastError codes (fpdfview.h).
+_ERR_FILE = 2
 _ERR_FORMAT = 3
 _ERR_PASSWORD = 4
 _ERR_SECURITY = 5
@@ -24,16 +27,29 @@ def open_pdf(path: str, passwords: Sequence[str] = ()) -> tuple[pdfium.PdfDocume
     needed). Raises ``RenderError`` with reason ``encrypted``, ``corrupt`` or ``empty``.
     """
     for index, password in enumerate((None, *passwords)):
+        _mark_last_error()
         try:
             pdf = pdfium.PdfDocument(path, password=_saslprep(password))
         except pdfium.PdfiumError as exc:
             code = getattr(exc, "err_code", None)
+            if code == _ERR_FILE and os.access(path, os.R_OK):
+                code = 0  # our own mark: PDFium failed without saying why
             if code == _ERR_PASSWORD and _has_encrypt_dict(path):
                 continue
             raise _open_error(code, exc) from exc
         return pdf, (index - 1 if index else None)
     hint = "no password given" if not passwords else f"none of {len(passwords)} passwords fit"
     raise RenderError(f"document is encrypted ({hint}); pass --password", reason=Reason.ENCRYPTED)
+
+
+def _mark_last_error() -> None:
+    """Set PDFium's last-error code to "file access" by asking it to open no file.
+
+    The code is per thread and only some failure paths write it: a zero-page document fails
+    without a word, so a worker would report whatever the previous bad file left behind
+    (one corpus run called an empty PDF "corrupt" because a broken one came before it).
+    """
+    pdfium_c.FPDF_LoadDocument(b"\0", None)
 
 
 def _has_encrypt_dict(path: str) -> bool:
