@@ -14,6 +14,8 @@ fewer requests running than the openai run on one H100).
 as on a server that never served (the GPU bench's (c); (a) warms up, (b) follows (a)).
 ``--modes engine``: ``OpenAIEngine`` alone, all pages at once, no rendering (less noise).
 ``--no-regrow``: the limiter as before issue 12's fix. ``--trace-dir``: limiter steps.
+``--start N`` (engine mode): the limit's first value instead of 32 (N >= pages: every page
+sent at once, the bare client's way).
 """
 
 from __future__ import annotations
@@ -165,24 +167,33 @@ def _cold_engine(cold_s: float, factor: float) -> None:
     seconds from its first step (kernels compiled and caches filled on first use)."""
     import dataclasses
 
-    from tests.fakevllm import server
+    from tests.fakevllm import engine, server
 
     make = server.capacity_from_args
+    first: list[float] = []  # the first call is the parser's check, not a step
+
+    def cold() -> bool:
+        return len(first) > 1 and time.monotonic() - first[1] < cold_s
 
     @dataclasses.dataclass(frozen=True)
     class Cold(server.Capacity):  # type: ignore[misc]
-        first: list[float] = dataclasses.field(default_factory=list)
-
         def step_time(self, running: int) -> float:
-            now = time.monotonic()
-            self.first.append(now)  # the first call is the parser's check, not a step
-            slow = factor if len(self.first) > 1 and now - self.first[1] < cold_s else 1.0
-            return super().step_time(running) * slow
+            if len(first) < 2:
+                first.append(time.monotonic())
+            return super().step_time(running) * (factor if cold() else 1.0)
 
     def capacity(args: argparse.Namespace) -> server.Capacity:
         base = make(args)
         return Cold(base.max_num_seqs, base.step_base_s, base.step_per_seq_s)
 
+    # The engine sleeps through several steps at the pace of the first; while cold, one at a
+    # time, or a big first batch would stay at the cold pace long after the cold window.
+    steps_to_next_finish = engine.Engine._steps_to_next_finish
+
+    def one_step_while_cold(self: engine.Engine) -> int:
+        return 1 if cold() else steps_to_next_finish(self)
+
+    engine.Engine._steps_to_next_finish = one_step_while_cold  # type: ignore[method-assign]
     server.capacity_from_args = capacity
 
 
@@ -211,6 +222,8 @@ def measure_engine(args: argparse.Namespace, cold_s: float) -> dict[str, object]
         for replica in engine.replicas:
             if args.no_regrow:  # a queue once seen holds growth at 25 % for good
                 replica.limiter.regrow_factor = math.inf
+            if args.start:
+                replica.limiter.limit = float(args.start)
         await engine.wait_ready(30)
         started = time.perf_counter()
         tasks = [asyncio.create_task(engine.infer(page(i))) for i in range(args.pages)]
@@ -235,7 +248,9 @@ def measure_engine(args: argparse.Namespace, cold_s: float) -> dict[str, object]
     for t, r in rows:
         by_second.setdefault(int(t), r)
     return {
-        "mode": f"engine cold_s={cold_s:g}" + (" no-regrow" if args.no_regrow else ""),
+        "mode": f"engine cold_s={cold_s:g}"
+        + (" no-regrow" if args.no_regrow else "")
+        + (f" start={args.start}" if args.start else ""),
         "pages": args.pages,
         "wall_s": round(wall, 2),
         "pages_per_s": round(args.pages / wall, 2),
@@ -307,6 +322,7 @@ def main() -> None:
     parser.add_argument(
         "--no-regrow", action="store_true", help="the limiter before issue 12's fix"
     )
+    parser.add_argument("--start", type=int, default=0, help="engine mode: first limit")
     parser.add_argument("--trace-dir", help="write each run's limiter steps here")
     parser.add_argument("--seconds", type=int, default=12, help="ramp columns printed")
     args = parser.parse_args()

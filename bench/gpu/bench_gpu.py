@@ -124,11 +124,14 @@ class Sampler:
     gpu: list[tuple[float, float, float, float]] = field(default_factory=list)
     first: dict[str, float] = field(default_factory=dict)
     last: dict[str, float] = field(default_factory=dict)
+    started: float = 0.0
+    stopped: float = 0.0
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _smi: asyncio.subprocess.Process | None = None
 
     async def start(self, session: aiohttp.ClientSession) -> None:
         """Begin sampling; the counters' values now are the baseline."""
+        self.started = time.time()
         if self.metrics_url:
             self.first = await self._fetch(session) or {}
             self._tasks.append(asyncio.create_task(self._poll(session)))
@@ -145,6 +148,7 @@ class Sampler:
 
     async def stop(self, session: aiohttp.ClientSession) -> None:
         """End sampling; the counters' values now close the run."""
+        self.stopped = time.time()
         if self._smi is not None:
             with contextlib.suppress(ProcessLookupError):
                 self._smi.terminate()
@@ -185,6 +189,9 @@ class Sampler:
         if busy:
             t0, t1 = busy[0]["t"], busy[-1]["t"]
             out["busy_s"] = round(t1 - t0, 2)
+            # Idle server time before the first request and after the last answer.
+            out["lead_s"] = round(t0 - self.started, 2)
+            out["tail_s"] = round(self.stopped - t1, 2)
             for key in ("running", "waiting", "kv"):
                 values = [s.get(key, 0.0) for s in busy]
                 out[f"{key}_mean"] = round(statistics.fmean(values), 3)
