@@ -15,7 +15,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 from ocrflow.sources import Source
-from ocrflow.types import DocStatus
+from ocrflow.types import DocStatus, DocumentResult
 
 
 class StoredRecord(BaseModel):
@@ -59,8 +59,8 @@ class PageSummary(StoredRecord):
     image_size: dict[str, int] | None = None
 
 
-class DoneRecord(StoredRecord):
-    """A document's done marker: written after its outputs, the proof it needs no work."""
+class DocumentOutcome(StoredRecord):
+    """How a document ended, as every record of a finished document starts."""
 
     doc_id: str
     source: str
@@ -68,6 +68,23 @@ class DoneRecord(StoredRecord):
     reason: str | None = None
     message: str | None = None
     page_count: int = 0
+
+    @staticmethod
+    def fields_of(result: DocumentResult) -> dict[str, Any]:
+        """This record's fields, taken from ``result``."""
+        return {
+            "doc_id": result.doc_id,
+            "source": result.source,
+            "status": result.status,
+            "reason": result.reason,
+            "message": result.message,
+            "page_count": result.page_count,
+        }
+
+
+class DoneRecord(DocumentOutcome):
+    """A document's done marker: written after its outputs, the proof it needs no work."""
+
     pages: tuple[PageSummary, ...] = ()
     finished: float = 0.0
     #: The document's output name and content hash, as the run that finished it saw them.

@@ -168,12 +168,7 @@ class Workspace:
     def mark_done(self, result: DocumentResult, *, rel: str = "", content_sha256: str = "") -> None:
         """Write the done marker. Call only after the document's outputs are written."""
         record = DoneRecord(
-            doc_id=result.doc_id,
-            source=result.source,
-            status=result.status,
-            reason=result.reason,
-            message=result.message,
-            page_count=result.page_count,
+            **DoneRecord.fields_of(result),
             pages=tuple(PageSummary.model_validate(_page_summary(p)) for p in result.pages),
             finished=time.time(),
             rel=rel,

@@ -47,6 +47,15 @@ def evaluation_json(evaluation: RunEvaluation) -> dict[str, Any]:
     }
 
 
+def _runs_table(title: str, rows: str, evaluations: list[RunEvaluation]) -> Table:
+    """A table with a column naming its rows, then one column per run."""
+    table = Table(title=title)
+    table.add_column(rows)
+    for evaluation in evaluations:
+        table.add_column(run_label(evaluation.location), justify="right")
+    return table
+
+
 def _rate_cell(evaluation: RunEvaluation, key: str) -> str:
     rate = evaluation.rates.get(key)
     return f"{rate.rate:.1%} ({rate.passed}/{rate.total})" if rate else "-"
@@ -54,10 +63,7 @@ def _rate_cell(evaluation: RunEvaluation, key: str) -> str:
 
 def pass_rate_table(evaluations: list[RunEvaluation]) -> Table:
     """Pass rate per test type (rows) and run (columns)."""
-    table = Table(title="olmOCR-bench tests: pass rate")
-    table.add_column("test type")
-    for evaluation in evaluations:
-        table.add_column(run_label(evaluation.location), justify="right")
+    table = _runs_table("olmOCR-bench tests: pass rate", "test type", evaluations)
     keys = list(dict.fromkeys(k for e in evaluations for k in e.rates if k != "overall"))
     for key in [*keys, "overall"]:
         style = "bold" if key == "overall" else None
@@ -71,10 +77,9 @@ def _score_cell(scores: TextScores | None) -> str:
 
 def truth_table(evaluations: list[RunEvaluation]) -> Table:
     """CER / word F1 per document (rows) and run (columns), overall last."""
-    table = Table(title="Ground truth: CER / word F1 (CER is order-sensitive)")
-    table.add_column("document")
-    for evaluation in evaluations:
-        table.add_column(run_label(evaluation.location), justify="right")
+    table = _runs_table(
+        "Ground truth: CER / word F1 (CER is order-sensitive)", "document", evaluations
+    )
     per_run = [{d.document: d.scores for d in e.documents} for e in evaluations]
     for name in sorted({n for scores in per_run for n in scores}):
         table.add_row(name, *(_score_cell(scores.get(name)) for scores in per_run))

@@ -19,6 +19,7 @@ from typing import Any
 import pypdfium2 as pdfium
 from PIL import Image
 
+from ocrflow.config import RenderOptions
 from ocrflow.errors import RenderError
 from ocrflow.render.pdf import open_pdf, render_pdf_page
 from ocrflow.render.raster import open_image, render_frame
@@ -27,11 +28,8 @@ from ocrflow.sources import sniff_kind
 #: Longest side of a review page image, in pixels: readable beside the text, small on disk.
 REVIEW_DIM = 1000
 JPEG_QUALITY = 70
-#: The same guards as a run's defaults (``RenderOptions``): a hostile page cannot ask for
-#: gigabytes of bitmap.
-_MAX_PAGE_POINTS = 200_000.0
-_MAX_PIXELS = 40_000_000
-_MAX_IMAGE_PIXELS = 400_000_000
+#: The same guards as a run's defaults: a hostile page cannot ask for gigabytes of bitmap.
+_GUARDS = RenderOptions()
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +119,8 @@ def _pdf_page_jpeg(pdf: pdfium.PdfDocument, number: int, target_dim: int, rotati
         image = render_pdf_page(
             page,
             target_dim=target_dim,
-            max_page_points=_MAX_PAGE_POINTS,
-            max_pixels=_MAX_PIXELS,
+            max_page_points=_GUARDS.max_page_points,
+            max_pixels=_GUARDS.max_pixels,
             rotation=rotation,
         )
     finally:
@@ -133,7 +131,7 @@ def _pdf_page_jpeg(pdf: pdfium.PdfDocument, number: int, target_dim: int, rotati
 def _image_jpegs(
     path: str, pages: Sequence[int], target_dim: int, turns: dict[int, int]
 ) -> list[bytes | RenderError]:
-    with open_image(path, max_image_pixels=_MAX_IMAGE_PIXELS) as image:
+    with open_image(path, max_image_pixels=_GUARDS.max_image_pixels) as image:
         return [_guarded(_frame_jpeg, image, n, target_dim, turns.get(n, 0)) for n in pages]
 
 

@@ -24,10 +24,10 @@ from typing import Any
 
 from pydantic import Field
 
-from ocrflow.records import StoredRecord
+from ocrflow.records import DocumentOutcome, StoredRecord
 from ocrflow.sinks.base import DocumentMeta, FinishedDocument, figure_key
 from ocrflow.storage import Store
-from ocrflow.types import DocStatus, DocumentResult, PageResult
+from ocrflow.types import DocumentResult, PageResult
 from ocrflow.workspace import WORKSPACE_DIR, page_from_dict, page_to_dict
 
 FIGURE_DOCS_DIR = f"{WORKSPACE_DIR}/figures"
@@ -51,15 +51,9 @@ class FigureEntry(StoredRecord):
         return (self.page, self.index)
 
 
-class FigureDocument(StoredRecord):
+class FigureDocument(DocumentOutcome):
     """A finished document with figures, as extract left it (page texts hold placeholders)."""
 
-    doc_id: str
-    source: str
-    status: DocStatus = DocStatus.OK
-    reason: str | None = None
-    message: str | None = None
-    page_count: int = 0
     meta: dict[str, Any] = Field(default_factory=dict)
     pages: tuple[dict[str, Any], ...] = ()
     figures: tuple[FigureEntry, ...] = ()
@@ -102,12 +96,7 @@ def figure_document(document: FinishedDocument) -> FigureDocument:
     result, meta = document.result, document.meta
     pages = sorted(result.pages, key=lambda p: p.page)
     return FigureDocument(
-        doc_id=result.doc_id,
-        source=result.source,
-        status=result.status,
-        reason=result.reason,
-        message=result.message,
-        page_count=result.page_count,
+        **FigureDocument.fields_of(result),
         meta={
             "rel": meta.rel,
             "content_sha256": meta.content_sha256,
