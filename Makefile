@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-engines bench-textlayer bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality clean
+.PHONY: demo test lint bench bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality clean
 
 $(BIN)/ocrflow: pyproject.toml constraints/test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ $(BIN)/ocrflow: pyproject.toml constraints/test.txt
 
 ## make demo: set up, then convert the bundled sample documents with the embedded CPU engine
 demo: $(BIN)/ocrflow
-	$(BIN)/ocrflow run examples/ -o out/ --page-separator; test $$? -le 1
+	$(BIN)/ocrflow run examples/ -o out/; test $$? -le 1
 	$(BIN)/ocrflow status out/
 
 ## make test: set up (Tesseract too, when we may install it), then run the whole test suite
@@ -26,7 +26,7 @@ lint: $(BIN)/ocrflow
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/ruff format --check src tests bench scripts
 
-bench: bench-engines bench-textlayer bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality
+bench: bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality
 
 bench-engines: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_engines.py
@@ -36,6 +36,9 @@ bench-quality: $(BIN)/ocrflow
 
 bench-textlayer: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_text_route.py
+
+bench-geometry: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_geometry.py
 
 bench-vlm: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_vlm.py

@@ -28,8 +28,9 @@ from ocrflow.config import (
     ScaleOptions,
     StageOptions,
 )
-from ocrflow.errors import ConfigError, OcrflowError, OutputError, first_error
+from ocrflow.errors import ConfigError, EngineFailing, OcrflowError, OutputError, first_error
 from ocrflow.evaluation.command import eval_command
+from ocrflow.executors.interrupts import RESUME_HINT, interrupted_exit_code, stoppable
 from ocrflow.executors.plan import (
     Plan,
     execute_plan,
@@ -37,12 +38,17 @@ from ocrflow.executors.plan import (
     run_until_signal,
     worker_options,
 )
+from ocrflow.flags import validation_message
 from ocrflow.metrics import serve_metrics
+from ocrflow.names import shown
+from ocrflow.preflight import check_before_start
+from ocrflow.remote import backend_errors, backend_message
 from ocrflow.report import print_run_summary, print_status
 from ocrflow.review.command import review_command
 from ocrflow.runstats import RunStats
 from ocrflow.service.command import serve_command
 from ocrflow.sinks import validate_formats
+from ocrflow.skips import Skipped
 from ocrflow.sources import expand_inputs
 from ocrflow.stages.commands import (
     assemble_command,
@@ -50,7 +56,7 @@ from ocrflow.stages.commands import (
     parse_stages,
     run_later_stages,
 )
-from ocrflow.status import collect_status
+from ocrflow.status import collect_status, out_summary
 from ocrflow.storage import open_store
 from ocrflow.workitems import Manifest
 from ocrflow.workspace import Workspace
@@ -62,13 +68,17 @@ app = typer.Typer(
 )
 USAGE_ERROR = 2
 OUTPUT_ERROR = 3
+ENGINE_FAILING = 4
+NOTHING_TO_CONVERT = 5
 VLM = "VLM engines (--engine openai / vllm)"
 SCALE = "Scale-out (many workers, Ray)"
 
 
 def _fail(message: str) -> typer.Exit:
     # One unwrapped line: scripts grep it, and a path must not be cut in two.
-    Console(stderr=True).print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    Console(stderr=True).print(
+        f"[red]error:[/] {escape(shown(message))}", highlight=False, soft_wrap=True
+    )
     return typer.Exit(USAGE_ERROR)
 
 
@@ -76,6 +86,9 @@ def _output_failure(exc: Exception) -> typer.Exit:
     """Exit 3 with one line naming the OUT path that could not be written (disk full,
     read-only, no permission): no traceback, finished documents stay, the next run resumes.
     ``exc`` may be a task group's errors: one of ours without an output error exits 2."""
+    failing = first_error(exc, EngineFailing)
+    if failing is not None:
+        return _engine_failure(failing)
     error = first_error(exc, OutputError)
     if error is None:
         ours = first_error(exc, OcrflowError)
@@ -87,6 +100,13 @@ def _output_failure(exc: Exception) -> typer.Exit:
     return typer.Exit(OUTPUT_ERROR)
 
 
+def _engine_failure(error: EngineFailing) -> typer.Exit:
+    """Exit 4 with the servers and their causes: every server failed for ``--fail-after``;
+    unfinished pages stay pending for the next run."""
+    typer.echo(f"error: {error}", err=True)
+    return typer.Exit(ENGINE_FAILING)
+
+
 def _read_passwords(path: Path | None) -> list[str]:
     if path is None:
         return []
@@ -95,16 +115,24 @@ def _read_passwords(path: Path | None) -> list[str]:
 
 
 def _configure_logging(quiet: bool) -> None:
+    # Names that are not UTF-8 are shown escaped (``names.shown``); should one slip through
+    # to a print or a log line, it is written as ``\udce9``, never a UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     logging.basicConfig(
         level=logging.WARNING if quiet else logging.INFO,
         format="%(asctime)s %(levelname)s %(message)s",
         stream=sys.stderr,
     )
-    # httpx logs every request at INFO: far too much for a run of a million pages.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    # httpx logs every request at INFO: far too much for a run of a million pages; botocore
+    # says where it found credentials on every start.
+    for noisy in ("httpx", "botocore", "aiobotocore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 @app.command()
+@stoppable
 def run(
     inputs: Annotated[
         list[str], typer.Argument(help="Files, directories, globs, @list.txt, URLs.")
@@ -138,12 +166,24 @@ def run(
         list[str] | None, typer.Option(help="Password to try (repeatable).")
     ] = None,
     passwords: Annotated[Path | None, typer.Option(help="File of passwords, one a line.")] = None,
-    workers: Annotated[int | None, typer.Option(help="Render processes.")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Render processes.")] = None,
     page_timeout: Annotated[float, typer.Option(help="Seconds allowed to render one page.")] = 60.0,
+    max_image_pixels: Annotated[
+        int | None,
+        typer.Option(help="Source images over this many pixels are refused (default 400M)."),
+    ] = None,
+    max_pixels: Annotated[
+        int | None,
+        typer.Option(help="Rendered pages over this many pixels are refused (default 40M)."),
+    ] = None,
+    render_memory: Annotated[
+        int | None,
+        typer.Option(help="Memory cap of each render process, MiB (default 1536)."),
+    ] = None,
     threads: Annotated[int | None, typer.Option(help="Embedded engine threads per page.")] = None,
     parallel: Annotated[
         int | None,
-        typer.Option(help="Embedded engine: pages read at once (default: 2 on 2+ cores)."),
+        typer.Option(min=1, help="Embedded engine: pages read at once (default: 2 on 2+ cores)."),
     ] = None,
     languages: Annotated[str, typer.Option(help="Tesseract languages, e.g. eng+deu.")] = "eng",
     model: Annotated[
@@ -212,6 +252,15 @@ def run(
             rich_help_panel=VLM,
         ),
     ] = 60.0,
+    fail_after: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="Stop (exit 4) when every server has failed every request this long (s; 0: "
+            "never).",
+            rich_help_panel=VLM,
+        ),
+    ] = 120.0,
     preset: Annotated[
         str | None,
         typer.Option(
@@ -276,22 +325,32 @@ def run(
     ] = 500,
     metrics_port: Annotated[
         int | None,
-        typer.Option(help="Serve Prometheus /metrics on 127.0.0.1:PORT while the run goes."),
+        typer.Option(
+            min=0, max=65535, help="Serve Prometheus /metrics on 127.0.0.1:PORT while the run goes."
+        ),
     ] = None,
     metrics_linger: Annotated[
         float, typer.Option(help="Seconds /metrics stays up after the run (a last scrape).")
     ] = 0.0,
+    progress_interval: Annotated[
+        float,
+        typer.Option(
+            min=0, help="Seconds between progress lines when stderr is not a terminal (0: none)."
+        ),
+    ] = 10.0,
     quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Only warnings and errors.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Convert documents to Markdown and JSONL. Exit 0: all converted; 1: some failed;
-    2: a usage or set-up error; 3: OUT cannot be written."""
+    2: a usage or set-up error; 3: OUT cannot be written; 4: the engine kept failing;
+    5: nothing to convert; 130 / 143: stopped by Ctrl-C / SIGTERM."""
     _configure_logging(quiet)
     try:
         secrets = [*(password or []), *_read_passwords(passwords)]
         render = {"target_dim": target_dim, "page_timeout_s": page_timeout}
-        if workers:
-            render["workers"] = workers
+        limits = (max_image_pixels, max_pixels, render_memory, workers)
+        fields = ("max_image_pixels", "max_pixels", "worker_memory_mb", "workers")
+        render |= {f: v for f, v in zip(fields, limits, strict=True) if v is not None}
         config = RunConfig(
             inputs=tuple(inputs),
             output=output,
@@ -320,6 +379,7 @@ def run(
                 vllm_command=tuple(shlex.split(vllm_command)),
                 ready_timeout_s=ready_timeout,
                 unreachable_timeout_s=unreachable_timeout,
+                fail_after_s=fail_after,
                 preset=preset,
             ),
             passes=PassOptions(
@@ -339,22 +399,41 @@ def run(
             ),
             input=InputOptions(dataset_column=dataset_column, dataset_id_column=dataset_id_column),
         )
-        sources = expand_inputs(config.inputs, exclude=[config.output], options=config.input)
+        check_before_start(config)
+        skipped = Skipped()
+        sources = expand_inputs(
+            config.inputs, exclude=[config.output], options=config.input, skipped=skipped
+        )
+        if not sources:
+            raise _nothing_to_convert(skipped, as_json=as_json)
         worker = worker_options(config.scale, shard_index, num_shards)
         with serve_metrics(metrics_port, linger_s=metrics_linger) as metrics:
-            plan = Plan(config, sources, worker, executor, ray_address, ray_workers, metrics)
+            plan = Plan(
+                config,
+                sources,
+                worker,
+                executor,
+                ray_address,
+                ray_workers,
+                metrics,
+                progress_interval_s=progress_interval,
+                skipped=skipped,
+            )
             stats = _run_with_display(plan, quiet=quiet or as_json)
             later = run_later_stages(config, quiet=quiet or as_json)
     except ValidationError as exc:
         raise _fail(_validation_message(exc)) from None
-    except (OutputError, ExceptionGroup) as exc:
+    except (OutputError, EngineFailing, ExceptionGroup) as exc:
         raise _output_failure(exc) from None
     except OcrflowError as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"{exc.strerror or exc}: {exc.filename or ''}") from None
+    except backend_errors() as exc:  # the object store's client: no credentials, no endpoint
+        typer.echo(f"error: cannot write {output}: {backend_message(exc)}", err=True)
+        raise typer.Exit(OUTPUT_ERROR) from None
     if as_json:
-        typer.echo(json.dumps(stats.record("run", "local") | {"failures": stats.failures}))
+        typer.echo(json.dumps(stats.record() | {"failures": stats.failures, "out": stats.out}))
     elif not quiet:
         print_run_summary(stats, output)
     raise typer.Exit(max(stats.exit_code(), later))
@@ -362,12 +441,26 @@ def run(
 
 def _run_with_display(plan: Plan, *, quiet: bool) -> RunStats:
     try:
-        return execute_plan(plan, quiet=quiet)
+        stats = execute_plan(plan, quiet=quiet)
+        # Other runs and workers may have shared OUT: the summary shows the whole of it too.
+        stats.out = out_summary(Workspace(open_store(plan.config.output)))
+        return stats
     except (KeyboardInterrupt, asyncio.CancelledError):
-        Console(stderr=True).print(
-            "interrupted: run the same command again to resume", highlight=False
-        )
-        raise typer.Exit(130) from None
+        Console(stderr=True).print(RESUME_HINT, highlight=False)
+        raise typer.Exit(interrupted_exit_code()) from None
+
+
+def _nothing_to_convert(skipped: Skipped, *, as_json: bool) -> typer.Exit:
+    """Exit 5 when the inputs hold no document at all, saying what they held instead."""
+    held = f" (left out: {skipped.summary()})" if skipped.counts else ""
+    message = f"nothing to convert: the inputs hold no PDF or image{held}"
+    if as_json:
+        typer.echo(json.dumps({"documents": {}, "files_skipped": dict(skipped.counts),
+                               "error": message}))  # fmt: skip
+    typer.echo(f"error: {message}", err=True)
+    for reason, names in skipped.examples.items():
+        typer.echo(f"  {reason}: {', '.join(names)}", err=True)
+    return typer.Exit(NOTHING_TO_CONVERT)
 
 
 def _key_values(pairs: Sequence[str]) -> dict[str, Any]:
@@ -386,12 +479,11 @@ def _key_values(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 def _validation_message(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"])
-    return f"invalid option {where}: {first['msg']}"
+    return validation_message(exc)  # names the flag, not the field (``ocrflow.flags``)
 
 
 @app.command()
+@stoppable
 def retry(
     output: Annotated[str, typer.Argument(help="The output directory or URL of a run.")],
     failed: Annotated[bool, typer.Option(help="Re-queue failed documents.")] = True,
@@ -407,6 +499,15 @@ def retry(
     ] = None,
     lease_ttl: Annotated[
         float | None, typer.Option(help="Seconds a lease lasts unrenewed (default: the run's).")
+    ] = None,
+    max_image_pixels: Annotated[
+        int | None, typer.Option(help="Raise the run's source image limit (too_large).")
+    ] = None,
+    max_pixels: Annotated[
+        int | None, typer.Option(help="Raise the run's rendered page limit (too_large).")
+    ] = None,
+    render_memory: Annotated[
+        int | None, typer.Option(help="Raise the run's render process memory, MiB.")
     ] = None,
     run_now: Annotated[
         bool, typer.Option("--run/--no-run", help="Convert them right away.")
@@ -424,22 +525,28 @@ def retry(
         Console(stderr=True).print(f"re-queued {len(requeued)} documents")
         if not run_now or not requeued:
             raise typer.Exit(0)
+        limits = {"max_image_pixels": max_image_pixels, "max_pixels": max_pixels,
+                  "worker_memory_mb": render_memory}  # fmt: skip
         config = rejoined(
-            config, output, passwords=password or (), api_key=api_key, lease_ttl=lease_ttl
-        )
+            config, output, passwords=password or (), api_key=api_key, lease_ttl=lease_ttl,
+            render={k: v for k, v in limits.items() if v is not None},
+        )  # fmt: skip
         sources = expand_inputs(config.inputs, exclude=[config.output], options=config.input)
         plan = Plan(config, sources, worker_options(config.scale))
         stats = _run_with_display(plan, quiet=quiet)
-    except (OutputError, ExceptionGroup) as exc:
+    except (OutputError, EngineFailing, ExceptionGroup) as exc:
         raise _output_failure(exc) from None
     except OcrflowError as exc:
         raise _fail(str(exc)) from None
+    except ValidationError as exc:
+        raise _fail(_validation_message(exc)) from None
     if not quiet:
         print_run_summary(stats, output)
     raise typer.Exit(stats.exit_code())
 
 
 @app.command()
+@stoppable
 def worker(
     output: Annotated[
         str | None, typer.Argument(help="The output directory or URL of a run to join.")
@@ -463,7 +570,13 @@ def worker(
     api_key: Annotated[
         str | None, typer.Option(help="API key (or OPENAI_API_KEY).", show_default=False)
     ] = None,
-    workers: Annotated[int | None, typer.Option(help="Render processes.")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Render processes.")] = None,
+    progress_interval: Annotated[
+        float,
+        typer.Option(
+            min=0, help="Seconds between progress lines when stderr is not a terminal (0: none)."
+        ),
+    ] = 10.0,
     quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
@@ -474,6 +587,9 @@ def worker(
         raise _fail("give OUT (a run to join) or --root ROOT (a job service's jobs)")
     if root is not None:
         from ocrflow.service.command import work_root
+
+        if not (root / "jobs").is_dir():  # else it would wait for jobs that never come
+            raise _fail(f"--root {root} is not an ocrflow serve root (it has no jobs/ folder)")
 
         job = work_root(root, slots, api_key, server or (), workers, lease_ttl, exit_when_idle)
         with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
@@ -490,13 +606,14 @@ def worker(
             lease_ttl=lease_ttl,
         )
         options = worker_options(config.scale, shard_index, num_shards)
-        stats = _run_with_display(Plan(config, None, options), quiet=quiet or as_json)
-    except (OutputError, ExceptionGroup) as exc:
+        plan = Plan(config, None, options, progress_interval_s=progress_interval)
+        stats = _run_with_display(plan, quiet=quiet or as_json)
+    except (OutputError, EngineFailing, ExceptionGroup) as exc:
         raise _output_failure(exc) from None
     except OcrflowError as exc:
         raise _fail(str(exc)) from None
     if as_json:
-        typer.echo(json.dumps(stats.record("worker", "local") | {"failures": stats.failures}))
+        typer.echo(json.dumps(stats.record() | {"failures": stats.failures, "out": stats.out}))
     elif not quiet:
         print_run_summary(stats, output)
     raise typer.Exit(stats.exit_code())
@@ -560,14 +677,19 @@ def export(
             "--format", help="parquet: Parquet shards; hf: a folder datasets.load_from_disk opens."
         ),
     ] = "parquet",
+    overwrite: Annotated[
+        bool,
+        typer.Option(help="Export into a folder holding files export did not write."),
+    ] = False,
 ) -> None:
-    """Convert the finished documents of OUT into Parquet shards or a Hugging Face dataset."""
+    """Convert the finished documents of OUT into Parquet shards or a Hugging Face dataset.
+    Exporting again into the same folder replaces the earlier export."""
     from ocrflow.export import export as export_out
 
     if fmt not in {"parquet", "hf"}:
         raise _fail(f"unknown export format {fmt!r}: use parquet or hf")
     try:
-        report = export_out(output, fmt, dest)  # type: ignore[arg-type]
+        report = export_out(output, fmt, dest, overwrite=overwrite)  # type: ignore[arg-type]
     except OutputError as exc:
         raise _output_failure(exc) from None
     except OcrflowError as exc:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from ocrflow.access import AccessPolicy
 from ocrflow.pagespec import validate_page_spec
 
 TextLayerMode = Literal["auto", "off", "only"]
@@ -73,6 +74,9 @@ class EngineOptions(_Options):
     #: ``--engine openai``: stop when no server can be connected to for this long
     #: (refused, DNS, TLS); a server that answers but is loading gets ``ready_timeout_s``.
     unreachable_timeout_s: float = Field(60.0, gt=0)
+    #: ``--engine openai``/``vllm``: stop the run (exit 4) once every server has failed
+    #: every request for this long (``engines/breaker.py``); 0: never.
+    fail_after_s: float = Field(120.0, ge=0)
     #: Managed vLLM: a named set of serving flags (``ocrflow.engines.presets``), e.g. "fp8".
     preset: str | None = None
 
@@ -92,6 +96,9 @@ class OutputOptions(_Options):
     #: Output formats, names from ``ocrflow.sinks.KNOWN_FORMATS`` (checked there, where the
     #: sinks are registered); figure files always go along.
     formats: tuple[str, ...] = ("markdown", "jsonl")
+    #: Name each source in the outputs by its path relative to the input that named it,
+    #: not by its URI (the job service: a server's folders are not its clients' business).
+    relative_source_names: bool = False
 
 
 class InputOptions(_Options):
@@ -104,6 +111,10 @@ class InputOptions(_Options):
     dataset_column: str | None = None
     #: The column holding each row's id; ``None``: ``<shard stem>-<row index>``.
     dataset_id_column: str | None = None
+    #: What the run may read (``ocrflow.access``): the CLI trusts its user; the job service
+    #: restricts each job to its uploads and the operator's prefixes. Recorded, so a
+    #: joining worker checks again when it reads; not part of the fingerprint.
+    access: AccessPolicy = AccessPolicy()
 
 
 class ScaleOptions(_Options):

@@ -27,7 +27,9 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem
 
+from ocrflow.access import AccessPolicy, read_capped
 from ocrflow.errors import ConfigError, SourceError
 from ocrflow.sinks.parquet import (
     ShardLimits,
@@ -37,6 +39,7 @@ from ocrflow.sinks.parquet import (
 )
 from ocrflow.sources import RowRef, Source, parse_row_uri, row_uri, sniff_kind
 from ocrflow.storage import Store
+from ocrflow.types import Reason
 
 __all__ = [
     "DatasetRow",
@@ -83,60 +86,90 @@ class DatasetRow:
 
 @dataclass(frozen=True, slots=True)
 class DatasetFiles:
-    """The shard files of a dataset input, in order."""
+    """The shard files of a dataset input, in order, and the policy its rows are read
+    under (what files a row may name)."""
 
     fs: AbstractFileSystem
     root: str
     format: DatasetFormat
     paths: list[str]
+    access: AccessPolicy = field(default_factory=AccessPolicy)
 
 
 # -- recognising -------------------------------------------------------------------------
-def _fs(location: str) -> tuple[AbstractFileSystem, str]:
-    fs, path = fsspec.core.url_to_fs(location)
+def _fs(location: str, access: AccessPolicy) -> tuple[AbstractFileSystem, str]:
+    fs, path = fsspec.core.url_to_fs(location, **access.storage_options(location))
     return fs, path
 
 
-def is_dataset_input(location: str) -> bool:
+def is_dataset_input(location: str, access: AccessPolicy | None = None) -> bool:
     """A ``.parquet`` file or glob, a folder of Parquet files, or a ``save_to_disk`` folder."""
+    from ocrflow.remote import backend_errors
+
     try:
-        return _find_files(location) is not None
-    except (OSError, ValueError):
+        return _find_files(location, access or AccessPolicy()) is not None
+    # ImportError: no backend; a client's error (no credentials, no endpoint): expanding the
+    # input as files says so
+    except (OSError, ValueError, ImportError, *backend_errors()):
         return False
 
 
-def _find_files(location: str) -> DatasetFiles | None:
-    fs, path = _fs(location)
+def _find_files(location: str, access: AccessPolicy) -> DatasetFiles | None:
+    fs, path = _fs(location, access)
     if any(ch in path for ch in "*?["):
         matches = sorted(p for p in fs.glob(path) if p.endswith(".parquet"))
-        return DatasetFiles(fs, posixpath.dirname(path), "parquet", matches) if matches else None
+        root = posixpath.dirname(path)
+        return DatasetFiles(fs, root, "parquet", matches, access) if matches else None
     if path.endswith(".parquet") and fs.isfile(path):
-        return DatasetFiles(fs, posixpath.dirname(path), "parquet", [path])
+        return DatasetFiles(fs, posixpath.dirname(path), "parquet", [path], access)
     if not fs.isdir(path):
         return None
     if fs.isfile(posixpath.join(path, "state.json")) and fs.isfile(
         posixpath.join(path, "dataset_info.json")
     ):
-        return _saved_dataset(fs, path)
+        return _saved_dataset(fs, path, access)
     files = [p for p in fs.find(path) if not posixpath.basename(p).startswith(".")]
     parquet = sorted(p for p in files if p.endswith(".parquet"))
     others = [p for p in files if not p.endswith((".parquet", *_SIDECARS))]
-    return DatasetFiles(fs, path, "parquet", parquet) if parquet and not others else None
+    return DatasetFiles(fs, path, "parquet", parquet, access) if parquet and not others else None
 
 
-def _saved_dataset(fs: AbstractFileSystem, path: str) -> DatasetFiles:
+def _saved_dataset(fs: AbstractFileSystem, path: str, access: AccessPolicy) -> DatasetFiles:
     with fs.open(posixpath.join(path, "state.json"), "rb") as handle:
         state = json.load(handle)
     names = [entry["filename"] for entry in state.get("_data_files", [])]
-    return DatasetFiles(fs, path, "arrow", [posixpath.join(path, n) for n in names])
+    return DatasetFiles(fs, path, "arrow", [posixpath.join(path, n) for n in names], access)
 
 
-def dataset_files(location: str) -> DatasetFiles:
-    """The dataset's shard files; ``SourceError`` when ``location`` is not a dataset."""
-    found = _find_files(location)
+def dataset_files(location: str, access: AccessPolicy | None = None) -> DatasetFiles:
+    """The dataset's shard files; ``SourceError`` when ``location`` is not a dataset, or
+    when a restricted ``access`` does not allow one of its shards (a link out)."""
+    found = _find_files(location, access or AccessPolicy())
     if found is None or not found.paths:
         raise SourceError(f"{location}: not a Parquet dataset or a save_to_disk folder")
+    if found.access.restricted:
+        for path in found.paths:
+            if _is_local(found):
+                found.access.check_local_file(path, capped=False)
+            else:
+                found.access.check_uri(found.fs.unstrip_protocol(path))
     return found
+
+
+def _is_local(files: DatasetFiles) -> bool:
+    return isinstance(files.fs, LocalFileSystem)
+
+
+@contextlib.contextmanager
+def _dataset_errors(location: str) -> Iterator[None]:
+    """A shard that is not Parquet or Arrow (a corrupt upload) as a ``SourceError``."""
+    try:
+        yield
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        text = exc.strerror if isinstance(exc, OSError) else str(exc)  # no server paths
+        detail = text.splitlines()[0] if text else type(exc).__name__
+        name = posixpath.basename(location.rstrip("/")) or location
+        raise SourceError(f"cannot read the dataset {name}: {detail}") from None
 
 
 # -- schema and columns ------------------------------------------------------------------
@@ -211,26 +244,37 @@ def iter_row_sources(
     column: str | None = None,
     id_column: str | None = None,
     batch_size: int = 64,
+    access: AccessPolicy | None = None,
 ) -> Iterator[Source]:
     """One ``Source`` a row (``uri`` from ``row_uri``, ``rel`` the row id, ``kind`` sniffed,
     ``size`` the document's bytes), reading only the document and id columns, one batch at
-    a time; no row's bytes are kept."""
+    a time; no row's bytes are kept. A row naming a file ``access`` refuses (or one over
+    its cap) gets that reason as its kind (``sources.refusal``): it fails unread.
+    ``SourceError`` when a shard is not readable Parquet or Arrow."""
     release_arrow_memory_promptly()
     location = _absolute(location)
-    files = dataset_files(location)
-    column = choose_column(dataset_schema(files), column)
-    _check_id_column(dataset_schema(files), id_column)
-    wanted = [column] + ([id_column] if id_column and id_column != column else [])
-    for path in files.paths:
-        shard = posixpath.relpath(path, files.root)
-        index = 0
-        for batch in _batches(files, path, batch_size, wanted):
-            for values in batch.to_pylist():
-                data = _document_bytes(files, shard, values.get(column))
-                row_id = _row_id(shard, index, values.get(id_column) if id_column else None)
-                ref = RowRef(location, shard, index, row_id)
-                yield Source(row_uri(ref), row_id, sniff_kind(data[:1024]), len(data))
-                index += 1
+    with _dataset_errors(location):
+        files = dataset_files(location, access)
+        column = choose_column(dataset_schema(files), column)
+        _check_id_column(dataset_schema(files), id_column)
+        wanted = [column] + ([id_column] if id_column and id_column != column else [])
+        for path in files.paths:
+            shard = posixpath.relpath(path, files.root)
+            index = 0
+            for batch in _batches(files, path, batch_size, wanted):
+                for values in batch.to_pylist():
+                    row_id = _row_id(shard, index, values.get(id_column) if id_column else None)
+                    ref = RowRef(location, shard, index, row_id)
+                    yield _row_source(files, ref, values.get(column))
+                    index += 1
+
+
+def _row_source(files: DatasetFiles, ref: RowRef, value: Any) -> Source:
+    try:
+        data = _document_bytes(files, ref.shard, value)
+    except SourceError as exc:  # refused or too large: the document fails with the reason
+        return Source(row_uri(ref), ref.row_id, str(exc.reason), 0)
+    return Source(row_uri(ref), ref.row_id, sniff_kind(data[:1024]), len(data))
 
 
 def _row_id(shard: str, index: int, value: Any) -> str:
@@ -245,9 +289,11 @@ def iter_dataset_rows(
     column: str | None = None,
     id_column: str | None = None,
     batch_size: int = 32,
+    access: AccessPolicy | None = None,
 ) -> Iterator[DatasetRow]:
-    """Every row of the dataset at ``location`` as a document, one batch in memory at once."""
-    files = dataset_files(location)
+    """Every row of the dataset at ``location`` as a document, one batch in memory at once
+    (a row naming a file ``access`` refuses has no bytes)."""
+    files = dataset_files(location, access)
     schema = dataset_schema(files)
     column = choose_column(schema, column)
     _check_id_column(schema, id_column)
@@ -271,7 +317,10 @@ def _row(
     value = columns.get(id_column) if id_column is not None else None
     row_id = _row_id(shard, index, value)
     identity = f"id:{row_id}" if value is not None else f"row:{shard}#{index}"
-    data = _document_bytes(files, shard, columns.get(column))
+    try:
+        data = _document_bytes(files, shard, columns.get(column))
+    except SourceError:
+        data = b""  # refused or too large: written back as a row without Markdown
     kind = sniff_kind(data[:1024])
     return DatasetRow(
         row_id=row_id,
@@ -285,7 +334,8 @@ def _row(
 
 
 def _document_bytes(files: DatasetFiles, shard: str, value: Any) -> bytes:
-    """The bytes of a cell: raw binary, an Image struct's bytes, or the file its path names."""
+    """The bytes of a cell: raw binary, an Image struct's bytes, or the file its path names
+    (``AccessRefused`` when the policy does not allow it)."""
     if isinstance(value, bytes):
         return value
     if not isinstance(value, dict):
@@ -293,15 +343,31 @@ def _document_bytes(files: DatasetFiles, shard: str, value: Any) -> bytes:
     if value.get("bytes"):
         return bytes(value["bytes"])
     path = value.get("path")
-    if not path:
+    if not path or not isinstance(path, str):
         return b""
-    if "://" not in path and not posixpath.isabs(path):
-        path = posixpath.join(files.root, posixpath.dirname(shard), path)
+    return _row_file(files, shard, path)
+
+
+def _row_file(files: DatasetFiles, shard: str, path: str) -> bytes:
+    """The file a row names (relative: to its shard's folder), as the policy allows it:
+    regular files only, at most the policy's cap read; ``b""`` when it cannot be read."""
+    access, local = files.access, _is_local(files)
+    folder = posixpath.join(files.root, posixpath.dirname(shard))
+    dataset = files.root if local else files.fs.unstrip_protocol(files.root)
+    target = access.check_row_path(
+        dataset, folder if local else files.fs.unstrip_protocol(folder), path
+    )
     try:
-        with files.fs.open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
+        if local and "://" not in target:
+            return access.read_file(target)
+        with files.fs.open(target, "rb") as handle:
+            return read_capped(handle, path, access.max_file_bytes)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
         return b""  # recorded as a missing document, not a crash of the batch
+    except SourceError as exc:
+        if exc.reason == Reason.UNREADABLE:
+            return b""
+        raise
 
 
 # -- fetching rows for workers -----------------------------------------------------------
@@ -378,8 +444,10 @@ class RowFetcher:
     file from a ``RowCursor`` (one per dataset, kept across documents); anything else goes
     to ``remote.local_copy``. Thread-safe (documents are fetched from worker threads)."""
 
-    def __init__(self, column: str | None = None) -> None:
+    def __init__(self, column: str | None = None, access: AccessPolicy | None = None) -> None:
         self.column = column
+        #: Checked again at each read: a link may have changed since the run was planned.
+        self.access = access or AccessPolicy()
         self._cursors: dict[str, RowCursor] = {}
         self._lock = threading.Lock()
 
@@ -390,7 +458,7 @@ class RowFetcher:
         if ref is None:
             from ocrflow.remote import local_copy
 
-            with local_copy(uri) as path:
+            with local_copy(uri, access=self.access) as path:
                 yield path
             return
         data = self.fetch(ref)
@@ -414,7 +482,7 @@ class RowFetcher:
 
     def _cursor(self, location: str) -> RowCursor:
         if location not in self._cursors:
-            files = dataset_files(location)
+            files = dataset_files(location, self.access)
             column = choose_column(dataset_schema(files), self.column)
             self._cursors[location] = RowCursor(files, column)
         return self._cursors[location]

@@ -72,6 +72,15 @@ class ModelNotServed(EngineSetupError):
     """A server answers but does not list the model asked for; the message names its models."""
 
 
+class EngineFailing(EngineError):
+    """Every server failed every request for ``--fail-after`` seconds (HTTP errors, no
+    answer, replies that are not completions): the run stops (``ocrflow`` exits 4) instead
+    of waiting out each page's deadline. Unfinished pages stay pending: the same command
+    resumes once the servers answer again."""
+
+    reason = "engine_failing"
+
+
 class ParseError(OcrflowError):
     """The model's output could not be used. A new attempt may succeed."""
 

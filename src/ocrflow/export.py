@@ -9,6 +9,13 @@ Rows stream: one record at a time is in memory, plus a shard's worth of rows.
 ``hf`` writes the ``save_to_disk`` layout with pyarrow alone: ``data-00000-of-00001.arrow``
 (Arrow IPC stream), ``dataset_info.json`` (features) and ``state.json``, the last two written
 after the data so that a killed export is not mistaken for a finished one.
+
+Exporting again into the same folder replaces what the earlier export wrote, whatever the
+format: a marker file (``.ocrflow-export.json``, hidden from dataset readers) says the folder
+is export's; shards are numbered from 0 again and the earlier export's files the new one did
+not rewrite are deleted, so every document is in the folder once. A folder holding files
+export did not write is refused, unless ``overwrite``: then its data files (``*.parquet``,
+``*.arrow``, ``dataset_info.json``, ``state.json``) are replaced too and other files kept.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -41,6 +50,13 @@ ExportFormat = Literal["parquet", "hf"]
 DONE_DIR = ".ocrflow/done"
 RESULTS_DIR = "results"
 HF_DATA_FILE = "data-00000-of-00001.arrow"
+#: Marks a folder as written by ``export`` (hidden: dataset readers skip dot files).
+EXPORT_MARKER = ".ocrflow-export.json"
+#: The names export writes: its own shards and the save_to_disk files.
+_EXPORT_NAME = re.compile(
+    r"^(part-\d+\.parquet|data-\d+-of-\d+\.arrow|dataset_info\.json|state\.json)$"
+)
+_DATA_NAME = re.compile(r"(\.parquet|\.arrow|^dataset_info\.json|^state\.json)$")
 _BATCH_ROWS = 256
 _DTYPES = {"double": "float64", "float": "float32", "halffloat": "float16"}
 
@@ -59,17 +75,58 @@ def export(
     dest: str,
     *,
     limits: ShardLimits | None = None,
+    overwrite: bool = False,
 ) -> ExportReport:
-    """Convert the OUT at ``out_location`` into ``fmt`` at ``dest`` (a folder or URL)."""
+    """Convert the OUT at ``out_location`` into ``fmt`` at ``dest`` (a folder or URL),
+    replacing what an earlier export wrote there (see the module docstring)."""
+    if fmt not in {"parquet", "hf"}:
+        raise ConfigError(f"unknown export format {fmt!r}: use parquet or hf")
     source = open_store(out_location)
     if not source.list(DONE_DIR):
         raise ConfigError(f"{out_location} holds no finished ocrflow documents")
+    _check_folder(dest)
+    target = open_store(dest)
+    stale = _claim_folder(target, dest, fmt, overwrite=overwrite)
     rows = iter_rows(source)
-    if fmt == "parquet":
-        return _export_parquet(rows, open_store(dest), limits)
-    if fmt == "hf":
-        return _export_hf(rows, dest)
-    raise ConfigError(f"unknown export format {fmt!r}: use parquet or hf")
+    report = _export_parquet(rows, target, limits) if fmt == "parquet" else _export_hf(rows, dest)
+    written = {posixpath.basename(f) for f in report.files}
+    for key in sorted(stale - written):
+        target.delete(key)
+    return report
+
+
+def _check_folder(dest: str) -> None:
+    """``ConfigError`` naming ``dest`` when it is a file (export writes a folder)."""
+    fs, root = fsspec.core.url_to_fs(dest)
+    try:
+        is_file = fs.isfile(root)
+    except OSError:
+        is_file = False  # unreachable: the write reports it
+    if is_file:
+        raise ConfigError(f"{dest} is a file: export writes a folder, name a folder instead")
+
+
+def _claim_folder(target: Store, dest: str, fmt: str, *, overwrite: bool) -> set[str]:
+    """Mark ``dest`` as export's and return the files of an earlier export there (to delete
+    once the new export is written); refuse files export did not write unless
+    ``overwrite``. An earlier hf export's ``state.json`` goes at once: until the new one is
+    written whole, the folder must not look like a finished dataset."""
+    files = [k for k in target.list("") if not any(p.startswith(".") for p in k.split("/"))]
+    ours = target.exists(EXPORT_MARKER)
+    owned = {k for k in files if ours and _EXPORT_NAME.match(k)}
+    foreign = [k for k in files if k not in owned]
+    if foreign and not overwrite:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise ConfigError(
+            f"{dest} holds files ocrflow export did not write ({', '.join(foreign[:3])}{more}); "
+            "name an empty or new folder, or pass --overwrite to replace its data files"
+        )
+    stale = owned | {k for k in foreign if "/" not in k and _DATA_NAME.search(k)}
+    marker = {"format": fmt, "exported": time.time()}
+    target.write_bytes(EXPORT_MARKER, json.dumps(marker).encode())
+    if "state.json" in stale:
+        target.delete("state.json")
+    return stale
 
 
 def done_markers(store: Store) -> dict[str, DoneRecord]:
@@ -127,7 +184,7 @@ def _span_values(attributes: dict[str, Any], name: str) -> Iterator[tuple[list[A
 def _export_parquet(
     rows: Iterator[dict[str, Any]], dest: Store, limits: ShardLimits | None
 ) -> ExportReport:
-    writer = ShardWriter(dest, "part", DOCUMENT_SCHEMA, limits, prefix="")
+    writer = ShardWriter(dest, "part", DOCUMENT_SCHEMA, limits, prefix="", first_number=0)
     count = 0
     for row in rows:
         writer.add(row, row["id"], len(row["text"]) * 2 + 256)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ocrflow.types import PageResult, Route
+from ocrflow.types import Block, PageResult, Route
 
 #: Cell contents that stand for "nothing here": model serialisation artefacts and dashes.
 PLACEHOLDERS = frozenset(
@@ -76,7 +76,22 @@ def clean_page(page: PageResult, prompts: Iterable[str] = ()) -> PageResult:
     if not result.applied:
         return page
     attributes = {**page.attributes, "cleaned": list(result.applied)}
-    return dataclasses.replace(page, text=result.text, raw_text=page.text, attributes=attributes)
+    blocks = _clean_blocks(page.blocks, prompts)
+    return dataclasses.replace(
+        page, text=result.text, raw_text=page.text, attributes=attributes, blocks=blocks
+    )
+
+
+def _clean_blocks(blocks: tuple[Block, ...], prompts: Iterable[str]) -> tuple[Block, ...]:
+    """Each block's text cleaned as the page's was (blocks left empty go)."""
+    cleaned = []
+    for block in blocks:
+        text = clean_markdown(block.text, prompts).text if block.text else block.text
+        if text == block.text:
+            cleaned.append(block)
+        elif text.strip():
+            cleaned.append(dataclasses.replace(block, text=text))
+    return tuple(cleaned)
 
 
 def recipe_prompts(recipe: object | None) -> tuple[str, ...]:

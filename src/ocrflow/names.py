@@ -4,21 +4,35 @@ A name never escapes OUT (no ``..``, no absolute or empty parts, no control char
 NFC, and each of its parts fits in 240 UTF-8 bytes (file systems allow 255 *bytes*; the
 Markdown file adds ``.md``). Two inputs never share an output: names that would collide on a
 case-insensitive disk or after normalisation get a hash of their own source as a suffix.
+
+Input names may hold any bytes a file system allows. Python reads bytes that are not UTF-8
+as lone surrogates (``caf\\udce9.pdf`` for a Latin-1 ``café.pdf``), which no encoder, JSON
+writer or Parquet column accepts. They never leave ``sources``: an output name shows each
+such byte as ``%E9``, a source's URI is a ``file://`` URL with the bytes percent-encoded
+(``local_uri``; ``local_path`` turns it back into the path to open) and a message shows them
+as ``\\xe9`` (``shown``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol, TypeVar
+from urllib.parse import quote, unquote_to_bytes
 
 MAX_COMPONENT_BYTES = 240
-# Control characters (C0 and C1), lone surrogates (undecodable bytes in a file name) and
-# characters Windows and many sync tools refuse.
+# Control characters (C0 and C1), lone surrogates and characters Windows and many sync
+# tools refuse.
 _UNSAFE_CHARS = re.compile('[\x00-\x1f\x7f-\x9f\ud800-\udfff<>:"|?*\\\\]')
+# A byte of a file name that is not UTF-8, as Python's file system decoding keeps it.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+_FILE_URL = "file://"
+# What a ``file://`` URL of ours leaves as it is: the path's printable ASCII but ``%``.
+_URL_SAFE = "/!$&'()*+,;=:@-._~ "
 _SEPARATORS = re.compile(r"[/\\]+")
 # An extension worth keeping when a name is cut: short, no spaces, no dots.
 _EXTENSION = re.compile(r"\.[A-Za-z0-9_+-]{1,15}$")
@@ -42,7 +56,8 @@ def safe_relpath(rel: str) -> str:
     """``rel`` made safe to join under OUT: no ``..``, no absolute parts, no control chars,
     NFC, every part at most 240 UTF-8 bytes (a cut part ends in a hash of the whole part and
     keeps its extension). Applying it to its own result changes nothing."""
-    parts = (_safe_component(p) for p in _SEPARATORS.split(unicodedata.normalize("NFC", rel)))
+    rel = unicodedata.normalize("NFC", escape_bytes(rel))
+    parts = (_safe_component(p) for p in _SEPARATORS.split(rel))
     return "/".join(p for p in parts if p) or "document"
 
 
@@ -135,3 +150,45 @@ def _cut_utf8(text: str, limit: int) -> str:
 
 def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
+
+
+# -- names that are not UTF-8 ----------------------------------------------------------------
+def escape_bytes(name: str) -> str:
+    """``name`` with each byte that is not UTF-8 (a surrogate from the file system's
+    decoding) written ``%XX``: ``caf%E9.pdf``; readable, and two such names stay apart."""
+    return _ESCAPED_BYTE.sub(lambda m: f"%{ord(m.group()) - 0xDC00:02X}", name)
+
+
+def shown(text: str) -> str:
+    """``text`` safe to print, log or put in JSON: bytes that are not UTF-8 as ``\\xe9``,
+    any other lone surrogate as ``\\udXXX``."""
+    if not _has_surrogates(text):
+        return text
+    data = text.encode("utf-8", "surrogateescape" if not _odd_surrogates(text) else "surrogatepass")
+    return data.decode("utf-8", "backslashreplace")
+
+
+def local_uri(path: str) -> str:
+    """The URI a local file is known by: its path when that is valid Unicode; else a
+    ``file://`` URL with the path's bytes percent-encoded (``file:///in/caf%E9.pdf``), so
+    that no record, log or JSON line ever holds a lone surrogate."""
+    if not _has_surrogates(path):
+        return path
+    return _FILE_URL + quote(os.fsencode(path), safe=_URL_SAFE)
+
+
+def local_path(uri: str) -> str:
+    """The path to open for a local URI (``local_uri``'s inverse); other URIs unchanged
+    (``local_uri`` escapes ``#``: a dataset row's ``file://…#row=`` URI is not one)."""
+    if not uri.startswith(_FILE_URL) or "#" in uri:
+        return uri
+    return os.fsdecode(unquote_to_bytes(uri[len(_FILE_URL) :]))
+
+
+def _has_surrogates(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def _odd_surrogates(text: str) -> bool:
+    """Surrogates that are not escaped bytes (surrogateescape cannot encode them)."""
+    return any("\ud800" <= ch <= "\udfff" and not "\udc80" <= ch <= "\udcff" for ch in text)

@@ -8,8 +8,10 @@ documents or pages the run has.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import os
+import stat
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,13 +19,14 @@ from typing import Protocol
 
 from ocrflow.config import RunConfig
 from ocrflow.markdown_clean import clean_page, recipe_prompts
+from ocrflow.names import local_path
 from ocrflow.pagespec import select_pages
 from ocrflow.reader import PageReader
 from ocrflow.render.jobs import PageJob, ProbeJob, RenderedPage, RenderSpec
 from ocrflow.render.pool import RenderPool
 from ocrflow.route import route_page, settled_page
 from ocrflow.sinks import DocumentMeta, FinishedDocument, Outputs
-from ocrflow.sources import Source
+from ocrflow.sources import Source, refusal
 from ocrflow.types import (
     DocStatus,
     DocumentResult,
@@ -102,11 +105,19 @@ class OpenedDocument:
 
 
 def content_hash(path: str) -> str:
-    """SHA-256 of a local file, streamed."""
+    """SHA-256 of a local regular file, streamed; at most the size it had when opened is
+    read, so a file still growing ends. ``OSError`` when it is not a regular file (a FIFO or
+    a device swapped in since planning is never read: opened without blocking)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        left = info.st_size
+        while left > 0 and (block := handle.read(min(1 << 20, left))):
             digest.update(block)
+            left -= len(block)
     return digest.hexdigest()
 
 
@@ -288,9 +299,10 @@ class DocumentPipeline:
         return clean_page(result, self.prompts) if self.config.passes.clean else result
 
     def _meta(self, job: DocumentJob) -> DocumentMeta:
-        created = _mtime(job.source.uri)
+        created = _mtime(local_path(job.source.uri))
+        name = job.rel if self.config.out.relative_source_names else None
         return DocumentMeta(
-            job.rel, job.content_sha256, created, self.engine_name, self.fingerprint
+            job.rel, job.content_sha256, created, self.engine_name, self.fingerprint, name
         )
 
 
@@ -334,6 +346,9 @@ def assemble_document(
 
 
 def _unreadable(source: Source) -> tuple[str, str] | None:
+    refused = refusal(source.kind)  # refused when the inputs were expanded: never read
+    if refused:
+        return refused
     if source.kind == "empty" or source.size == 0:
         return Reason.EMPTY, "the file is empty (0 bytes)"
     if source.kind not in {"pdf", "image"}:

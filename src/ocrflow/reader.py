@@ -11,7 +11,7 @@ from typing import Protocol
 from ocrflow.engines.base import Engine
 from ocrflow.errors import EngineError
 from ocrflow.render.jobs import RenderedPage
-from ocrflow.types import PageKey, PageRequest, PageResult, PageStatus, Reason, Route
+from ocrflow.types import ImageSize, PageKey, PageRequest, PageResult, PageStatus, Reason, Route
 
 
 class PageReader(Protocol):
@@ -52,6 +52,8 @@ class PlainReader:
             tokens_out=reply.tokens_out,
             latency_s=reply.latency_s,
             attributes=attributes,
+            image_size=ImageSize(page.image.width, page.image.height),
+            blocks=reply.blocks,
         )
 
 
@@ -62,11 +64,13 @@ def fallback_page(
     attempts: int,
     tokens_in: int = 0,
     tokens_out: int = 0,
+    reason: str = Reason.ENGINE_ERROR,
     **extra: object,
 ) -> PageResult:
     """A page the engine could not read: its text layer if it has one, else a failure.
 
-    The tokens the failed attempts used are kept: they were paid for.
+    ``reason`` says why the engine could not (``engine_error``, ``empty_reply``). The
+    tokens the failed attempts used are kept: they were paid for.
     """
     usable = bool(page.text and page.text.strip())
     return PageResult(
@@ -76,10 +80,11 @@ def fallback_page(
         PageStatus.OK if usable else PageStatus.FAILED,
         attempts=attempts,
         error=error,
-        reason=Reason.ENGINE_ERROR,
+        reason=reason,
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         attributes={"fallback": "engine" if "fallback_engine" in extra else "text_layer", **extra}
         if usable
         else dict(extra),
+        blocks=page.text_blocks if usable else (),
     )

@@ -57,6 +57,9 @@ class PageSummary(StoredRecord):
     attributes: dict[str, Any] = Field(default_factory=dict)
     figures: tuple[FigureSummary, ...] = ()
     image_size: dict[str, int] | None = None
+    #: The page's blocks in their compact form (``document.rows``; none in markers
+    #: written before pages carried blocks).
+    blocks: list[Any] = Field(default_factory=list)
 
 
 class DocumentOutcome(StoredRecord):
@@ -107,6 +110,12 @@ class WorkItem(StoredRecord):
     last: int = 0
     #: For range items: the document id every range of the document shares.
     doc_id: str = ""
+    #: The source as planning last saw it (``workitems.source_stamp``: size, times, ETag):
+    #: a rerun looks closer at an item only when its source's stamp differs.
+    stamp: str = ""
+    #: Manifest versions of one item: the highest is current (a changed source is planned
+    #: again under the same id, with its new stamp, size and kind).
+    version: int = 0
 
     @property
     def is_range(self) -> bool:

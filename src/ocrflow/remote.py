@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import hashlib
+import logging
 import os
 import tempfile
 import time
@@ -27,8 +28,10 @@ from typing import Any
 
 import fsspec
 from fsspec.asyn import sync
+from fsspec.callbacks import Callback
 from fsspec.spec import AbstractFileSystem
 
+from ocrflow.access import AccessPolicy, check_size, is_url
 from ocrflow.errors import OcrflowError, SourceError, WorkspaceError
 from ocrflow.sources import DOCUMENT_SUFFIXES, Source, sniff_kind
 from ocrflow.types import Reason
@@ -42,11 +45,12 @@ _SNIFF_BATCH = 256
 # S3 answers 409 ConditionalRequestConflict when conditional writes to one key overlap.
 _CONFLICT_RETRIES = 6
 _COPY_PREFIX = "ocrflow-"
+log = logging.getLogger("ocrflow.remote")
 
 
 def is_remote(location: str) -> bool:
     """Whether ``location`` is an fsspec URL other than a local path or ``file://``."""
-    return "://" in location and not location.startswith("file://")
+    return is_url(location)
 
 
 def filesystem(
@@ -287,9 +291,15 @@ class _Entry:
     rel: str
     size: int
     explicit: bool  # named by the user: kept whatever it holds
+    version: str = ""  # the listing's ETag (or modification time): a changed object differs
 
 
-def expand_remote(url: str, *, storage_options: dict[str, Any] | None = None) -> Iterator[Source]:
+def expand_remote(
+    url: str,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    access: AccessPolicy | None = None,
+) -> Iterator[Source]:
     """Sources under an fsspec URL: a prefix (every object below it, recursively), a glob
     (``s3://b/p/*.pdf``, ``**`` allowed) or a single object.
 
@@ -298,18 +308,46 @@ def expand_remote(url: str, *, storage_options: dict[str, Any] | None = None) ->
     skipped; found objects are kept when their suffix or first bytes say they are documents,
     a single named object always. The kind is sniffed from each object's first KiB, read
     concurrently in batches: one listing plus one small ranged GET per object.
+
+    ``access``: a restricted policy checks ``url`` and every object a listing or glob
+    finds (an object it refuses is skipped unread), and HTTP follows no redirect.
     """
-    fs, path = filesystem(url, storage_options, error=SourceError)
+    access = access or AccessPolicy()
+    access.check_uri(url)
+    options = {**access.storage_options(url), **(storage_options or {})}
+    fs, path = filesystem(url, options, error=SourceError)
     with _source_errors(url):
         entries = _list_entries(fs, path.rstrip("/") if path != "/" else path, url)
+    if access.restricted:
+        entries = _allowed_entries(fs, entries, access)
     for batch in _batches(entries, _SNIFF_BATCH):
         with _source_errors(url):
             kinds = _sniff_batch(fs, batch)
         for entry, kind in zip(batch, kinds, strict=True):
             if entry.explicit or _is_document_name(entry.path) or kind in {"pdf", "image"}:
                 yield Source(
-                    uri=fs.unstrip_protocol(entry.path), rel=entry.rel, kind=kind, size=entry.size
+                    uri=fs.unstrip_protocol(entry.path),
+                    rel=entry.rel,
+                    kind=kind,
+                    size=entry.size,
+                    version=entry.version,
                 )
+
+
+def _allowed_entries(
+    fs: AbstractFileSystem, entries: list[_Entry], access: AccessPolicy
+) -> list[_Entry]:
+    """The entries whose URL the policy allows (a listing may name anything: an HTML
+    index links to ``../x`` or to other hosts)."""
+    allowed = []
+    for entry in entries:
+        try:
+            access.check_uri(fs.unstrip_protocol(entry.path))
+        except SourceError:
+            log.info("skipped an object outside the allowed prefixes: %s", entry.rel)
+            continue
+        allowed.append(entry)
+    return allowed
 
 
 def _list_entries(fs: AbstractFileSystem, path: str, url: str) -> list[_Entry]:
@@ -318,7 +356,7 @@ def _list_entries(fs: AbstractFileSystem, path: str, url: str) -> list[_Entry]:
     fs.invalidate_cache(path)
     info = fs.info(path)  # FileNotFoundError when nothing is there
     if info.get("type") == "file" and not url.endswith("/"):
-        return [_Entry(path, path.rsplit("/", 1)[-1], _size(info), explicit=True)]
+        return [_Entry(path, path.rsplit("/", 1)[-1], _size(info), True, _version(info))]
     return _walk_entries(fs, path)
 
 
@@ -357,7 +395,7 @@ def _visible(path: str, root: str, info: dict[str, Any]) -> list[_Entry]:
     rel = path[len(root) + 1 :] if root and path.startswith(root + "/") else path
     if not rel or _hidden(rel):
         return []
-    return [_Entry(path, rel, _size(info), explicit=False)]
+    return [_Entry(path, rel, _size(info), False, _version(info))]
 
 
 def _sniff_batch(fs: AbstractFileSystem, entries: list[_Entry]) -> list[str]:
@@ -405,6 +443,15 @@ def _kind_from_name(path: str) -> str:
     return "image" if suffix in DOCUMENT_SUFFIXES else "unknown"
 
 
+def _version(info: dict[str, Any]) -> str:
+    """What a listing says of an object's version: its ETag (S3, GCS, Azure), else its
+    modification time; ``""`` when it says neither."""
+    for key in ("ETag", "etag", "md5Hash", "VersionId", "LastModified", "mtime", "updated"):
+        if info.get(key):
+            return str(info[key])
+    return ""
+
+
 def _size(info: dict[str, Any]) -> int:
     return int(info.get("size") or info.get("Size") or 0)
 
@@ -412,34 +459,66 @@ def _size(info: dict[str, Any]) -> int:
 # -- local copies ------------------------------------------------------------------------
 @contextlib.contextmanager
 def local_copy(
-    uri: str, *, max_bytes: int | None = None, storage_options: dict[str, Any] | None = None
+    uri: str,
+    *,
+    max_bytes: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    access: AccessPolicy | None = None,
 ) -> Iterator[str]:
     """A local file path holding ``uri``'s bytes, for code that needs a real file (PDFium).
 
-    Local paths and ``file://`` URLs are yielded as they are. Remote objects are streamed to
-    a temporary file (never whole in memory), removed on exit. Raises ``SourceError``
-    (reason ``too_large``) when the object exceeds ``max_bytes``, or (``unreadable``) when
-    it cannot be fetched.
+    Local paths and ``file://`` URLs are yielded as they are (restricted: their real path,
+    checked again now), when they are regular files: a device or FIFO is never read.
+    Remote objects are streamed to a temporary file (never whole in memory), removed on
+    exit. Raises ``SourceError``: reason ``too_large`` when the file exceeds ``max_bytes``
+    or the policy's cap, ``path_not_allowed`` when the policy refuses it, ``unreadable``
+    when it cannot be fetched.
     """
+    access = access or AccessPolicy()
+    caps = [c for c in (max_bytes, access.max_file_bytes) if c is not None]
+    cap = min(caps) if caps else None
     if not is_remote(uri):
         path = uri.removeprefix("file://")
-        _check_size(uri, _local_size(path), max_bytes)
+        if os.path.lexists(path) or access.restricted:  # a missing one: the opener says so
+            path = access.check_local_file(path, capped=False)
+            _check_size(uri, _local_size(path), cap)
         yield path
         return
-    fs, path = filesystem(uri, storage_options, error=SourceError)
+    access.check_uri(uri)
+    options = {**access.storage_options(uri), **(storage_options or {})}
+    fs, path = filesystem(uri, options, error=SourceError)
     fd, tmp = tempfile.mkstemp(prefix=_COPY_PREFIX, suffix=PurePosixPath(path).suffix)
     os.close(fd)
     try:
         with _source_errors(uri):
-            if max_bytes is not None:
-                _check_size(uri, int(fs.size(path) or 0), max_bytes)
-            fs.get_file(path, tmp)
+            _fetch(fs, path, tmp, uri, cap)
         # The object may have been replaced by a bigger one between the check and the GET.
-        _check_size(uri, os.path.getsize(tmp), max_bytes)
+        _check_size(uri, os.path.getsize(tmp), cap)
         yield tmp
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def _fetch(fs: AbstractFileSystem, path: str, tmp: str, uri: str, cap: int | None) -> None:
+    """Stream the object to ``tmp``; with a cap, the copy stops at the first chunk past it
+    whatever size the store announced (a server may send more than it said)."""
+    if cap is None:
+        fs.get_file(path, tmp)
+        return
+    _check_size(uri, int(fs.size(path) or 0), cap)
+    fs.get_file(path, tmp, callback=_CappedCopy(_redact(uri), cap))
+
+
+class _CappedCopy(Callback):
+    """fsspec's progress callback, used to stop a copy that grows past ``cap`` bytes."""
+
+    def __init__(self, shown: str, cap: int) -> None:
+        super().__init__()
+        self.shown, self.cap = shown, cap
+
+    def call(self, hook_name: str | None = None, **kwargs: Any) -> None:
+        check_size(self.shown, max(self.value, self.size or 0), self.cap)
 
 
 def _local_size(path: str) -> int:
@@ -450,11 +529,7 @@ def _local_size(path: str) -> int:
 
 
 def _check_size(uri: str, size: int, max_bytes: int | None) -> None:
-    if max_bytes is not None and size > max_bytes:
-        raise SourceError(
-            f"{_redact(uri)} is {size} bytes, over the {max_bytes}-byte limit",
-            reason=Reason.TOO_LARGE,
-        )
+    check_size(_redact(uri), size, max_bytes)
 
 
 @contextlib.contextmanager
@@ -470,6 +545,30 @@ def _source_errors(url: str) -> Iterator[None]:
         ) from exc
     except OSError as exc:
         raise SourceError(f"cannot read {_redact(url)}: {exc}", reason=Reason.UNREADABLE) from exc
+    except backend_errors() as exc:  # no credentials, an endpoint that does not answer
+        raise SourceError(
+            f"cannot read {_redact(url)}: {backend_message(exc)}", reason=Reason.UNREADABLE
+        ) from exc
+
+
+def backend_errors() -> tuple[type[BaseException], ...]:
+    """Errors of an object store's client that are not ``OSError`` (botocore's: no
+    credentials, endpoint unreachable), when that client is installed."""
+    try:
+        from botocore.exceptions import BotoCoreError
+    except ImportError:
+        return ()
+    return (BotoCoreError,)
+
+
+def backend_message(exc: BaseException) -> str:
+    """What to tell a user about a client error, with what to do for missing credentials."""
+    if type(exc).__name__ == "NoCredentialsError":
+        return (
+            "no credentials for the object store (set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)"
+        )
+    return str(exc) or type(exc).__name__
 
 
 # -- helpers -----------------------------------------------------------------------------

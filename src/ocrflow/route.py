@@ -11,7 +11,10 @@ def route_page(page: RenderedPage, text_layer: str) -> Route:
     if page.error:
         return Route.NONE
     if text_layer == "only":
-        return Route.TEXT_LAYER if page.text_ok else Route.NONE
+        # Never OCR: whatever text the layer has is the page's text, even one the quality
+        # check would send to the engine; a page with none fails (``no_text_layer``).
+        has_text = page.text_ok or bool((page.text or "").strip())
+        return Route.TEXT_LAYER if has_text else Route.NONE
     if page.text_ok and page.image is None:
         return Route.TEXT_LAYER
     if page.blank:
@@ -23,7 +26,8 @@ def settled_page(page: RenderedPage, route: Route) -> PageResult:
     """The result for a page that needs no engine call."""
     attributes = _quality_attributes(page)
     if route is Route.TEXT_LAYER:
-        return PageResult(page.page, page.text or "", route, attributes=attributes)
+        text = page.text or ""
+        return PageResult(page.page, text, route, attributes=attributes, blocks=page.text_blocks)
     if route is Route.BLANK:
         return PageResult(page.page, "", route, attributes=attributes)
     if page.error:
@@ -36,13 +40,15 @@ def settled_page(page: RenderedPage, route: Route) -> PageResult:
             reason=page.reason or Reason.RENDER_ERROR,
             attributes=attributes,
         )
+    # Not ``ok`` with empty text: the page was not converted (``ocrflow retry`` with OCR on
+    # converts it).
     return PageResult(
         page.page,
         "",
         Route.NONE,
-        PageStatus.SKIPPED,
+        PageStatus.FAILED,
         reason=Reason.NO_TEXT_LAYER,
-        error="no usable text layer and OCR is off (--text-layer only)",
+        error="the page has no text layer and OCR is off (--text-layer only)",
         attributes=attributes,
     )
 

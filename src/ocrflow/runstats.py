@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ocrflow.records import DoneRecord, PageSummary
+from ocrflow.skips import Skipped
 from ocrflow.sources import Source
 from ocrflow.types import DocStatus, DocumentResult, PageResult
+
+
+def new_run_id() -> str:
+    """A run's id: when it started, and a random part (``20250101T120000-1a2b3c``)."""
+    return f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
 @dataclass
 class RunStats:
     """Mutable tallies owned by one run (not shared across runs or modules)."""
 
+    #: The id its run record in the workspace has (``ocrflow status`` shows it).
+    run_id: str = field(default_factory=new_run_id)
+    #: The worker (lease owner) that did the run.
+    worker: str = "local"
     started: float = field(default_factory=time.time)
     finished: float | None = None
     documents: Counter[str] = field(default_factory=Counter)
@@ -30,6 +41,11 @@ class RunStats:
     leases_lost: int = 0
     #: Workers (Ray actors) that died during the run; their items went to others.
     workers_lost: int = 0
+    #: The whole OUT's state when the run ended (``status.out_summary``): documents other
+    #: runs or workers finished meanwhile are in it, not in this run's tallies.
+    out: dict[str, Any] | None = None
+    #: Files the inputs' walks left out, by reason (not documents: no status of their own).
+    files_skipped: Skipped = field(default_factory=Skipped)
 
     def document_started(self, source: Source, pages: int) -> None:
         pass
@@ -100,12 +116,13 @@ class RunStats:
         bad = sum(self.documents[s] for s in (DocStatus.FAILED, DocStatus.PARTIAL, "pending"))
         return 1 if bad else 0
 
-    def record(self, run_id: str, worker: str) -> dict[str, Any]:
-        """The run's figures as saved in the workspace."""
+    def record(self, run_id: str | None = None, worker: str | None = None) -> dict[str, Any]:
+        """The run's figures as saved in the workspace (under its own id and worker unless
+        others are given)."""
         elapsed = max(self.elapsed_s, 1e-9)
         return {
-            "run_id": run_id,
-            "worker": worker,
+            "run_id": run_id or self.run_id,
+            "worker": worker or self.worker,
             "started": self.started,
             "finished": self.finished,
             "elapsed_s": round(elapsed, 3),
@@ -119,4 +136,5 @@ class RunStats:
             "tokens_out_per_s": round(self.tokens_out / elapsed, 3),
             "leases_lost": self.leases_lost,
             "workers_lost": self.workers_lost,
+            "files_skipped": dict(self.files_skipped.counts),
         }

@@ -7,7 +7,8 @@ from collections import Counter
 from typing import Any
 
 from ocrflow.leases import LeaseManager
-from ocrflow.records import RunRecord
+from ocrflow.records import DoneRecord, RunRecord
+from ocrflow.skips import load_skipped
 from ocrflow.types import DocStatus
 from ocrflow.workitems import Manifest
 from ocrflow.workspace import Workspace
@@ -16,16 +17,30 @@ from ocrflow.workspace import Workspace
 _ALIVE_S = 30.0
 
 
-def collect_status(workspace: Workspace, *, gpu_hour_cost: float | None = None) -> dict[str, Any]:
-    """One JSON-ready object: ``documents``, ``pages``, ``failures``, ``runs``, ``last_run``."""
+def out_summary(workspace: Workspace) -> dict[str, Any]:
+    """The whole OUT's documents by status (``pending``: items not finished) and pages by
+    status, whichever run or worker did them: what a run reports of the OUT at its end."""
     records = workspace.done_records()
-    runs = workspace.run_records()
+    pages: Counter[str] = Counter(p.status for r in records for p in r.pages)
+    return {"documents": dict(_documents(workspace, records)), "pages": dict(pages)}
+
+
+def _documents(workspace: Workspace, records: list[DoneRecord]) -> Counter[str]:
     documents: Counter[str] = Counter(str(r.status) for r in records)
     manifest = Manifest(workspace.store)
     done_items = manifest.done_item_ids()
     pending = [i for i in manifest.items() if i.item_id not in done_items]
     if pending:
         documents["pending"] = len(pending)
+    return documents
+
+
+def collect_status(workspace: Workspace, *, gpu_hour_cost: float | None = None) -> dict[str, Any]:
+    """One JSON-ready object: ``documents``, ``pages``, ``failures``, ``runs``, ``last_run``,
+    ``files_skipped`` (what the latest planning's walks left out, by reason)."""
+    records = workspace.done_records()
+    runs = workspace.run_records()
+    documents = _documents(workspace, records)
     leases = LeaseManager(workspace.store, "status").active()
     pages: Counter[str] = Counter()
     routes: Counter[str] = Counter()
@@ -54,6 +69,8 @@ def collect_status(workspace: Workspace, *, gpu_hour_cost: float | None = None) 
         "last_run": last,
         "workers": _workers(runs),
         "active_leases": leases,
+        # Not documents: files the latest planning's walks left out, by reason.
+        "files_skipped": dict(load_skipped(workspace.store).counts),
     }
     if gpu_hour_cost is not None and last and last.get("pages_per_s"):
         status["cost_per_1000_pages"] = round(gpu_hour_cost / 3600 / last["pages_per_s"] * 1000, 4)

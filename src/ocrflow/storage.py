@@ -10,7 +10,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
-import tempfile
+import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,7 +75,7 @@ class LocalStore:
     def _temp_file(self, data: bytes, suffix: str = "") -> str:
         """A temp file holding ``data``, flushed to disk; removed again if writing fails
         (a disk-full write must not leave the rest of a full disk's space taken)."""
-        fd, tmp = tempfile.mkstemp(dir=self._tmp_dir(), prefix="w-", suffix=suffix)
+        fd, tmp = create_temp(self._tmp_dir(), prefix="w-", suffix=suffix)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -179,6 +179,27 @@ def output_errors(path: Path | str, action: str = "write") -> Iterator[None]:
 
 
 TMP_DIR = ".ocrflow/tmp"
+_TEMP_TRIES = 100
+
+
+def create_temp(folder: str | Path, *, prefix: str = "", suffix: str = "") -> tuple[int, str]:
+    """A new, empty file in ``folder`` opened for writing: ``(fd, path)``.
+
+    Unlike ``tempfile.mkstemp`` (always 0600), the file is created with mode 0666, which the
+    kernel narrows by the process umask (and a folder's default ACL), exactly as for any file
+    a program writes: outputs renamed into place from it are readable by whoever the umask
+    lets read them (a web server, a container under another uid). No umask is read or set.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(_TEMP_TRIES):
+        path = os.path.join(folder, f"{prefix}{secrets.token_hex(8)}{suffix}")
+        try:
+            return os.open(path, flags, 0o666), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temp file name in {folder}")
+
+
 _STALE_TMP_S = 3600.0
 
 

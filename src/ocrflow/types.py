@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -33,6 +34,9 @@ class Reason(enum.StrEnum):
     """Why a document or page did not convert fully."""
 
     NOT_A_DOCUMENT = "not_a_document"
+    #: Named as an input but not a regular file (a device, FIFO or socket): never read, as
+    #: reading one may never end.
+    NOT_A_FILE = "not_a_file"
     ENCRYPTED = "encrypted"
     CORRUPT = "corrupt"
     EMPTY = "empty"
@@ -44,6 +48,12 @@ class Reason(enum.StrEnum):
     FALLBACK_PAGES = "fallback_pages"
     NO_TEXT_LAYER = "no_text_layer"
     UNREADABLE = "unreadable"
+    #: The input names a file or URL the run's access policy does not let it read (a
+    #: dataset row naming a server path, a link out of an allowed folder).
+    PATH_NOT_ALLOWED = "path_not_allowed"
+    #: The engine answered without text (``content`` null or empty) for a page that is not
+    #: blank: a failed attempt, never an ``ok`` page with empty text.
+    EMPTY_REPLY = "empty_reply"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +119,149 @@ class Figure:
         return f"<!--figure:{self.index}-->"
 
 
+class BlockLabel(enum.StrEnum):
+    """What a block of a page is (the document model's vocabulary, docs/architecture.md).
+
+    Engines with their own, richer labels map onto these and keep theirs in
+    ``Block.source_label``.
+    """
+
+    TEXT = "text"
+    TITLE = "title"
+    SECTION_HEADER = "section_header"
+    LIST_ITEM = "list_item"
+    TABLE = "table"
+    FIGURE = "figure"
+    CAPTION = "caption"
+    FORMULA = "formula"
+    FOOTNOTE = "footnote"
+    PAGE_HEADER = "page_header"
+    PAGE_FOOTER = "page_footer"
+    CODE = "code"
+
+
+#: ``(x0, y0, x1, y1)`` as fractions 0..1 of the upright page (the page as rendered, its
+#: PDF rotation or EXIF orientation applied), origin at the top left, x0 <= x1, y0 <= y1.
+BBox = tuple[float, float, float, float]
+
+#: Decimal places kept of a box coordinate (1/10,000 of the page: 0.03 mm on A4) and of a
+#: confidence. Boxes are rounded when made, so a page read back from a checkpoint is equal
+#: to the page before it was written.
+BOX_DIGITS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One word where the engine gives words (Tesseract)."""
+
+    text: str
+    bbox: BBox | None = None
+    confidence: float | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Positional: a fraction of the default pickle (field names per object), which
+        # matters for blocks crossing from render workers page by page.
+        return (Word, (self.text, self.bbox, self.confidence))
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One printed line of a block: its text, box and recognition confidence (0..1)."""
+
+    text: str
+    bbox: BBox | None = None
+    confidence: float | None = None
+    words: tuple[Word, ...] = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Line, (self.text, self.bbox, self.confidence, self.words))
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One block of a page in reading order: a paragraph, heading, table, figure, ...
+
+    ``text`` is Markdown (a table as a Markdown or HTML table, a formula as ``$$`` LaTeX, a
+    figure as its placeholder); ``bbox`` is ``None`` when the engine gives no box (a
+    Markdown-only model); ``confidence`` is 0..1 or ``None``; ``lines`` are the block's
+    printed lines where the engine finds them.
+    """
+
+    label: BlockLabel
+    text: str
+    bbox: BBox | None = None
+    confidence: float | None = None
+    lines: tuple[Line, ...] = ()
+    #: The engine's own label when it differs from ``label`` ("sub_title", "Page-header").
+    source_label: str | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = (self.label, self.text, self.bbox, self.confidence, self.lines, self.source_label)
+        return (Block, fields)
+
+
+def unit_box(box: tuple[float, float, float, float], width: float, height: float) -> BBox:
+    """A box in pixels of a ``width`` x ``height`` image as fractions 0..1 of it: ordered,
+    clamped, rounded to ``BOX_DIGITS`` places."""
+    x0, x1 = sorted((box[0] / width, box[2] / width))
+    y0, y1 = sorted((box[1] / height, box[3] / height))
+    return (_unit(x0), _unit(y0), _unit(x1), _unit(y1))
+
+
+def _unit(value: float) -> float:
+    return round(min(1.0, max(0.0, value)), BOX_DIGITS)
+
+
+def unit_score(value: float | None) -> float | None:
+    """A confidence clamped to 0..1 and rounded to ``BOX_DIGITS`` places."""
+    return None if value is None else _unit(float(value))
+
+
+def union_box(boxes: Iterable[BBox | None]) -> BBox | None:
+    """The smallest box holding every given box (``None`` when none is given)."""
+    known = [b for b in boxes if b is not None]
+    if not known:
+        return None
+    return (
+        min(b[0] for b in known),
+        min(b[1] for b in known),
+        max(b[2] for b in known),
+        max(b[3] for b in known),
+    )
+
+
+def unturn_box(box: BBox, degrees: int) -> BBox:
+    """Where ``box``, measured on a page turned ``degrees`` clockwise, lies on the page
+    before it was turned (both as fractions 0..1; ``degrees`` a multiple of 90)."""
+    x0, y0, x1, y1 = box
+    turn = degrees % 360
+    if turn == 90:  # turned clockwise: (x, y) came from (y, 1 - x)
+        return (y0, _unit(1 - x1), y1, _unit(1 - x0))
+    if turn == 180:
+        return (_unit(1 - x1), _unit(1 - y1), _unit(1 - x0), _unit(1 - y0))
+    if turn == 270:  # (x, y) came from (1 - y, x)
+        return (_unit(1 - y1), x0, _unit(1 - y0), x1)
+    return box
+
+
+def unturn_blocks(blocks: tuple[Block, ...], degrees: int) -> tuple[Block, ...]:
+    """``blocks`` measured on a page turned ``degrees`` clockwise, moved back onto the page
+    before the turn (boxes of blocks, lines and words)."""
+    if not degrees % 360:
+        return blocks
+
+    def back(box: BBox | None) -> BBox | None:
+        return None if box is None else unturn_box(box, degrees)
+
+    def line(ln: Line) -> Line:
+        words = tuple(replace(w, bbox=back(w.bbox)) for w in ln.words)
+        return replace(ln, bbox=back(ln.bbox), words=words)
+
+    return tuple(
+        replace(b, bbox=back(b.bbox), lines=tuple(line(ln) for ln in b.lines)) for b in blocks
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class PageRequest:
     """One engine call: an image plus what the recipe wants said about it."""
@@ -139,6 +292,9 @@ class EngineReply:
     attributes: dict[str, Any] = field(default_factory=dict)
     #: The size of the image the request carried (set by the reader before ``parse``).
     image_size: ImageSize | None = None
+    #: What the engine found where, in reading order, boxes in 0..1 of the image it was
+    #: sent (engines that read pages themselves: embedded, Tesseract).
+    blocks: tuple[Block, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +319,9 @@ class PageResult:
     #: The model's Markdown before the canonical clean pass, when that pass changed it
     #: (``text`` is the cleaned one); ``None`` when nothing was cleaned.
     raw_text: str | None = None
+    #: The page's blocks in reading order (the order ``text`` is written in), with what
+    #: the engine or recipe knows of them: labels, boxes, confidences, lines.
+    blocks: tuple[Block, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,9 @@
 
 Failures are sorted into four kinds (the reference pipeline mixes them up):
 transient (backoff, no attempt consumed), fixable (shrink the image or the token budget),
-content (next attempt at the recipe's next temperature), permanent (fall back now).
+content (next attempt at the recipe's next temperature; a reply without text is one),
+permanent (fall back now). ``EngineFailing`` (every server failed for too long) is none of
+them: it goes up and stops the run, leaving the page pending.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from ocrflow.reader import fallback_page
 from ocrflow.recipes.base import ParsedPage, Recipe
 from ocrflow.render.jobs import RenderedPage, decode_image, encode_image
 from ocrflow.types import (
+    Block,
+    BlockLabel,
     EngineReply,
     Figure,
     ImageSize,
@@ -33,7 +37,10 @@ from ocrflow.types import (
     PageKey,
     PageRequest,
     PageResult,
+    Reason,
     Route,
+    unit_box,
+    unturn_blocks,
 )
 
 if TYPE_CHECKING:
@@ -60,6 +67,8 @@ class _Attempts:
     tokens_in: int = 0
     tokens_out: int = 0
     last_error: str = ""
+    #: The reason code of ``last_error`` (``engine_error``, ``empty_reply``).
+    last_reason: str = Reason.ENGINE_ERROR
     #: ``time.monotonic()`` when the page's first attempt began.
     started: float = 0.0
     #: The reply the last parsed attempt came from (the second passes read its regions).
@@ -111,14 +120,17 @@ class VlmReader:
                 parsed = await self._one_attempt(state, page_key, deadline)
             except DeadlinePassed:
                 state.last_error = f"deadline of {self.transport.page_deadline_s:.0f} s passed"
+                state.last_reason = Reason.ENGINE_ERROR
                 break
             except EngineRejected as exc:
-                state.last_error = str(exc)
+                state.last_error, state.last_reason = str(exc), Reason.ENGINE_ERROR
                 if not (exc.context_overflow and await self._shrink(state)):
                     break
                 continue
             except (ParseError, _RotateAndRetry) as exc:
                 state.last_error = str(exc)
+                empty = getattr(exc, "reason", "") == Reason.EMPTY_REPLY
+                state.last_reason = Reason.EMPTY_REPLY if empty else Reason.ENGINE_ERROR
                 state.attempt += 1
                 continue
             if self.second_pass is not None and state.rotation == 0:
@@ -157,6 +169,12 @@ class VlmReader:
         )
         request = dataclasses.replace(request, deadline=deadline)
         reply = await self._call(request, state, deadline)
+        if not reply.text.strip():
+            # ``content`` null or empty for a page that is not blank: never an ``ok`` page.
+            raise ParseError(
+                f"the reply has no text (finish_reason {reply.finish_reason})",
+                reason=Reason.EMPTY_REPLY,
+            )
         reply = dataclasses.replace(reply, image_size=_size(state.image))
         parsed = self.recipe.parse(reply)
         state.reply = reply
@@ -215,7 +233,9 @@ class VlmReader:
     async def _success(
         self, page: RenderedPage, parsed: ParsedPage, state: _Attempts
     ) -> PageResult:
-        markdown, figures = await asyncio.to_thread(_crop_figures, page.page, parsed, state.image)
+        markdown, figures, blocks = await asyncio.to_thread(
+            _crop_figures, page.page, parsed, state.image
+        )
         attributes = {
             **parsed.attributes,
             "rotation": state.rotation,
@@ -233,10 +253,12 @@ class VlmReader:
             attributes=attributes,
             figures=figures,
             image_size=_size(state.image),
+            # Boxes on the page as rendered, before the turns the model asked for.
+            blocks=unturn_blocks(blocks, state.rotation),
         )
 
     async def _fall_back(self, page: RenderedPage, state: _Attempts) -> PageResult:
-        reason = state.last_error or "attempts exhausted"
+        error = state.last_error or "attempts exhausted"
         extra = {
             "tokens_in": state.tokens_in,
             "tokens_out": state.tokens_out,
@@ -244,22 +266,25 @@ class VlmReader:
             # Time spent on the VLM (what the page deadline bounds), before falling back.
             "elapsed_s": round(time.monotonic() - state.started, 3),
         }
+        why = state.last_reason
         if page.text_ok and page.text:
-            return fallback_page(page, reason, attempts=state.attempt, **extra)
+            return fallback_page(page, error, attempts=state.attempt, reason=why, **extra)
         engine = self._fallback_engine()
         if engine is not None:
             try:
                 reply = await engine.infer(PageRequest(image=state.image))
             except EngineError as exc:
-                reason = f"{reason}; fallback engine failed too: {exc}"
+                error = f"{error}; fallback engine failed too: {exc}"
             else:
-                cpu_page = dataclasses.replace(page, text=reply.text, text_ok=True)
-                return fallback_page(
-                    cpu_page, reason, attempts=state.attempt, fallback_engine=engine.name, **extra
+                cpu_page = dataclasses.replace(
+                    page, text=reply.text, text_ok=True, text_blocks=reply.blocks
                 )
-        return fallback_page(
-            dataclasses.replace(page, text=None), reason, attempts=state.attempt, **extra
-        )
+                return fallback_page(
+                    cpu_page, error, attempts=state.attempt, reason=why,
+                    fallback_engine=engine.name, **extra,
+                )  # fmt: skip
+        unread = dataclasses.replace(page, text=None)
+        return fallback_page(unread, error, attempts=state.attempt, reason=why, **extra)
 
     def _fallback_engine(self) -> Engine | None:
         if self._fallback is None and self._fallback_factory is not None:
@@ -293,15 +318,17 @@ def _size(image: PageImage) -> ImageSize:
 
 def _crop_figures(
     page: int, parsed: ParsedPage, image: PageImage
-) -> tuple[str, tuple[Figure, ...]]:
-    """The page's Markdown with one placeholder per figure, and the figures as PNG crops.
+) -> tuple[str, tuple[Figure, ...], tuple[Block, ...]]:
+    """The page's Markdown with one placeholder per figure, the figures as PNG crops, and
+    the page's blocks with the same placeholders.
 
     A recipe's own placeholder becomes ``Figure.placeholder``; a figure without one is
-    appended at the end, so every figure has exactly one placeholder in the text.
+    appended at the end (and to the blocks, as a figure block), so every figure has
+    exactly one placeholder in the text.
     """
-    markdown = parsed.markdown
+    markdown, blocks = parsed.markdown, parsed.blocks
     if not parsed.figures:
-        return markdown, ()
+        return markdown, (), blocks
     picture = decode_image(image)
     figures = []
     for index, region in enumerate(parsed.figures):
@@ -311,10 +338,22 @@ def _crop_figures(
         )
         if region.placeholder and region.placeholder in markdown:
             markdown = markdown.replace(region.placeholder, figure.placeholder)
+            blocks = _renamed(blocks, region.placeholder, figure.placeholder)
         else:
             markdown = f"{markdown}\n\n{figure.placeholder}"
+            alone = Block(BlockLabel.FIGURE, figure.placeholder, unit_box(figure.box, 1.0, 1.0))
+            blocks = (*blocks, alone) if blocks else ()
         figures.append(figure)
-    return markdown, tuple(figures)
+    return markdown, tuple(figures), blocks
+
+
+def _renamed(blocks: tuple[Block, ...], old: str, new: str) -> tuple[Block, ...]:
+    if old == new:
+        return blocks
+    return tuple(
+        dataclasses.replace(b, text=b.text.replace(old, new)) if old in b.text else b
+        for b in blocks
+    )
 
 
 def _crop_png(picture: Image.Image, bbox: tuple[float, float, float, float]) -> bytes:

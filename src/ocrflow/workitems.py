@@ -2,20 +2,33 @@
 
 An item is a whole document, or — for a very long one — a range of its pages, so a
 3,000-page PDF does not sit on one worker. Items are named by the document's place in the
-inputs (not its bytes), so a worker can tell an item is done without downloading it.
+inputs (not its bytes), so a worker can tell an item is done without downloading it; each
+records its source's stamp (size, times or ETag) so that a rerun can tell which sources
+changed since (see ``input_changes``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 
+from ocrflow.access import is_url
+from ocrflow.names import local_path
 from ocrflow.records import ItemDone, ItemStatus, WorkItem, dump_lines, dump_list
-from ocrflow.sources import Source
+from ocrflow.sources import Source, parse_row_uri
 from ocrflow.storage import Store
 
-__all__ = ["ItemDone", "Manifest", "WorkItem", "document_items", "item_id_for", "range_items"]
+__all__ = [
+    "ItemDone",
+    "Manifest",
+    "WorkItem",
+    "document_items",
+    "item_id_for",
+    "range_items",
+    "source_stamp",
+]
 
 MANIFEST_DIR = ".ocrflow/manifest"
 RANGES_DIR = ".ocrflow/ranges"
@@ -24,12 +37,28 @@ _SHARD_ITEMS = 5000
 
 
 def item_id_for(uri: str, rel: str, fingerprint: str) -> str:
-    """The id of a document item: where the document is and the settings, not its bytes."""
-    return hashlib.sha256(f"{fingerprint}\0{rel}\0{uri}".encode()).hexdigest()[:24]
+    """The id of a document item: where the document is and the settings, not its bytes.
+    (Sources carry no lone surrogates, ``names.local_uri``; should one slip through, it is
+    hashed as it is rather than stopping the run.)"""
+    blob = f"{fingerprint}\0{rel}\0{uri}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(blob).hexdigest()[:24]
+
+
+def source_stamp(source: Source) -> str:
+    """What tells cheaply that a source may have changed: a local file's size, modification
+    and change times (ns); elsewhere its size and the version its listing gave (an object's
+    ETag), if any. Equal stamps: taken as unchanged, without reading a byte."""
+    if is_url(source.uri) or parse_row_uri(source.uri) is not None:
+        return f"{source.size}:{source.version}"
+    try:
+        st = os.stat(local_path(source.uri))
+    except OSError:
+        return f"{source.size}:"
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def document_items(sources: Iterable[tuple[Source, str]], fingerprint: str) -> list[WorkItem]:
-    """One item per (source, unique relative name)."""
+    """One item per (source, unique relative name), stamped as the source is now."""
     return [
         WorkItem(
             item_id=item_id_for(s.uri, rel, fingerprint),
@@ -37,6 +66,7 @@ def document_items(sources: Iterable[tuple[Source, str]], fingerprint: str) -> l
             rel=rel,
             kind=s.kind,
             size=s.size,
+            stamp=source_stamp(s),
         )
         for s, rel in sources
     ]
@@ -61,32 +91,43 @@ def range_items(parent: WorkItem, doc_id: str, pages: tuple[int, ...], span: int
 class Manifest:
     """The items of a run, stored as immutable shards under ``.ocrflow/manifest``.
 
-    Adding inputs later writes a new shard holding only the new items; shards are created
-    with create-if-absent, so concurrent writers never clobber each other.
+    Adding inputs later writes a new shard holding only the new items; a changed source
+    writes a shard with a newer version of its item (``restamp``). Shards are created with
+    create-if-absent, so concurrent writers never clobber each other.
     """
 
     def __init__(self, store: Store) -> None:
         self.store = store
 
     def items(self) -> list[WorkItem]:
-        """Every document item of every shard, in a stable order, without duplicates."""
+        """Every document item of every shard, each in its newest version, in a stable order."""
         seen: dict[str, WorkItem] = {}
         for key in self.store.list(MANIFEST_DIR):
             for line in (self.store.read_bytes(key) or b"").splitlines():
                 if line.strip():
                     item = WorkItem.load(line)
-                    seen.setdefault(item.item_id, item)
+                    held = seen.get(item.item_id)
+                    if held is None or (item.version, item.stamp) > (held.version, held.stamp):
+                        seen[item.item_id] = item
         return list(seen.values())
 
     def extend(self, items: list[WorkItem]) -> int:
         """Record the items not recorded yet; returns how many were new."""
         known = {i.item_id for i in self.items()}
         new = [i for i in items if i.item_id not in known]
-        for start in range(0, len(new), _SHARD_ITEMS):
-            shard = new[start : start + _SHARD_ITEMS]
-            digest = hashlib.sha256("".join(i.item_id for i in shard).encode()).hexdigest()[:16]
-            self.store.create_exclusive(f"{MANIFEST_DIR}/{digest}.jsonl", dump_lines(shard))
+        self._write(new)
         return len(new)
+
+    def restamp(self, items: list[WorkItem]) -> None:
+        """Record newer versions of known items (their sources changed since)."""
+        self._write(items)
+
+    def _write(self, items: list[WorkItem]) -> None:
+        for start in range(0, len(items), _SHARD_ITEMS):
+            shard = items[start : start + _SHARD_ITEMS]
+            names = "".join(f"{i.item_id}.{i.version}.{i.stamp}\n" for i in shard)
+            digest = hashlib.sha256(names.encode()).hexdigest()[:16]
+            self.store.create_exclusive(f"{MANIFEST_DIR}/{digest}.jsonl", dump_lines(shard))
 
     # -- ranges of long documents -------------------------------------------------------
     def split(self, parent: WorkItem, ranges: list[WorkItem]) -> list[WorkItem]:
@@ -137,3 +178,12 @@ class Manifest:
         self.store.delete(f"{ITEMS_DONE_DIR}/{item_id}.json")
         for child in self.ranges(item_id):
             self.store.delete(f"{ITEMS_DONE_DIR}/{child.item_id}.json")
+
+    def forget_split(self, item_id: str) -> None:
+        """Forget how a document was split and its ranges' completion (its source changed:
+        the new one is split afresh). The item's own completion goes last, so a kill
+        halfway leaves it done and the next planning forgets it again."""
+        for child in self.ranges(item_id):
+            self.store.delete(f"{ITEMS_DONE_DIR}/{child.item_id}.json")
+        self.store.delete(f"{RANGES_DIR}/{item_id}.json")
+        self.store.delete(f"{ITEMS_DONE_DIR}/{item_id}.json")

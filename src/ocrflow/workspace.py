@@ -16,6 +16,7 @@ from dataclasses import asdict, fields, replace
 from typing import Any, ParamSpec, TypeVar
 
 from ocrflow.config import RunConfig
+from ocrflow.document import blocks_from_rows, blocks_to_rows
 from ocrflow.errors import OutputError, WorkspaceError
 from ocrflow.records import DoneRecord, PageSummary, RunRecord
 from ocrflow.storage import Store
@@ -53,9 +54,14 @@ async def store_call(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) ->
 
 
 def page_to_dict(page: PageResult) -> dict[str, Any]:
-    """A JSON-ready form of a page result; figure crops are left out (they are blobs)."""
+    """A JSON-ready form of a page result; figure crops are left out (they are blobs), and
+    blocks are in their compact form (``document.rows``), only when the page has some."""
     data = {f.name: getattr(page, f.name) for f in fields(page)}
     data["attributes"] = dict(page.attributes)
+    if page.blocks:
+        data["blocks"] = blocks_to_rows(page.blocks)
+    else:
+        del data["blocks"]
     data["figures"] = [
         {"page": f.page, "index": f.index, "label": f.label, "box": list(f.box)}
         for f in page.figures
@@ -69,9 +75,11 @@ def page_from_dict(
 ) -> PageResult:
     """The inverse of ``page_to_dict``; ``crops`` holds figure PNGs by (page, index).
 
-    Checkpoints written before pages carried figures and image sizes load as pages without.
+    Checkpoints written before pages carried figures, image sizes or blocks load as pages
+    without.
     """
     values = dict(data)
+    values["blocks"] = blocks_from_rows(values.get("blocks"))
     values["route"] = Route(values["route"])
     values["status"] = PageStatus(values["status"])
     values["figures"] = tuple(

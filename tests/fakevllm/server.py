@@ -48,7 +48,9 @@ nothing until the client leaves (capped by ``--hang-s``); ``fail-500``/``fail-50
 text too long, above); ``truncate`` send headers with the full Content-Length, half the
 body, then close; ``length`` finish_reason ``length`` with a repetition loop cut mid-word
 (usage reports ``max_tokens``, or tokens-per-page without it; it costs tokens-per-page
-engine steps); ``garbage`` finish_reason ``stop`` with unparsable content. ``slow`` is
+engine steps); ``garbage`` finish_reason ``stop`` with unparsable content;
+``null-content``/``empty-content`` a 200 whose message ``content`` is null / ""; ``no-choices``
+a 200 with ``choices: []``; ``invalid-json`` a 200 whose body is cut JSON. ``slow`` is
 drawn independently and adds ``--slow-s`` seconds before the answer. Injected faults other
 than ``truncate``/``length``/``garbage`` do not use the engine.
 ``--die-after N``: the (N+1)-th completion request makes the process exit at once
@@ -60,7 +62,8 @@ request on, the engine is dead: in-flight and new requests get 500, ``/health`` 
 ``stop``, ``length`` (answers, by finish reason; ``length`` when max_tokens < tokens per
 page), ``truncate``, ``length_fault``, ``garbage``, ``drop``, ``hang``, ``fail_500``,
 ``fail_503``, ``fail_429``, ``context_overflow`` (injected or real), ``bad_request``,
-``model_not_found``, ``unauthorized``, ``warming_up``, ``dead``, ``aborted`` (client left
+``model_not_found``, ``unauthorized``, ``warming_up``, ``dead``, ``null_content``,
+``empty_content``, ``no_choices``, ``invalid_json``, ``aborted`` (client left
 while queued or generating; the sequence is freed as vLLM aborts it). ``images`` maps each
 image's ``page-<12 hex>`` tag to the number of requests that carried it.
 
@@ -132,6 +135,10 @@ EXCLUSIVE_FAULTS = (
     "truncate",
     "length",
     "garbage",
+    "null_content",
+    "empty_content",
+    "no_choices",
+    "invalid_json",
 )
 
 
@@ -152,6 +159,10 @@ class Faults:
     truncate: float = 0.0
     length: float = 0.0
     garbage: float = 0.0
+    null_content: float = 0.0
+    empty_content: float = 0.0
+    no_choices: float = 0.0
+    invalid_json: float = 0.0
     slow: float = 0.0
     slow_s: float = 2.0
     hang_s: float = 3600.0
@@ -559,7 +570,25 @@ def early_answer(state: ServerState, req: ChatRequest, fault: str | None) -> web
         return error_response(
             429, "Too many requests (injected)", "RateLimitError", **{"Retry-After": retry_after}
         )
-    return None
+    return broken_answer(state, fault)
+
+
+def broken_answer(state: ServerState, fault: str | None) -> web.Response | None:
+    """A 200 that is not a usable completion (injected): ``content`` null or "", no
+    ``choices``, or a body that is not JSON."""
+    if fault not in ("null_content", "empty_content", "no_choices", "invalid_json"):
+        return None
+    state.outcomes[fault] += 1
+    if fault == "invalid_json":
+        cut = b'{"id": "chatcmpl-x", "choices": ['
+        return web.Response(body=cut, content_type="application/json")
+    usage = {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1}
+    body = completion_body(state.config, "", "stop", usage)
+    if fault == "null_content":
+        body["choices"][0]["message"]["content"] = None
+    elif fault == "no_choices":
+        body["choices"] = []
+    return web.json_response(body)
 
 
 def context_answer(cfg: ServerConfig, req: ChatRequest, fault: str | None) -> web.Response | None:

@@ -130,7 +130,13 @@ def test_pages_and_text_layer_only(samples: Path, tmp_path: Path) -> None:
         "--pages",
         "2-end",
     )
-    assert done.returncode == 0, done.stderr
+    # The scan has no text layer: its page failed (no_text_layer), never ``ok`` and empty.
+    assert done.returncode == 1, done.stderr
     records = _by_source(out)
     assert [s[2] for s in records["born-digital.pdf"]["attributes"]["pdf_page_numbers"]] == [2, 3]
-    assert records["scanned.pdf"]["attributes"]["page_status"][0][2] == "skipped"
+    assert records["born-digital.pdf"]["metadata"]["status"] == "ok"
+    assert "scanned.pdf" not in records  # a failed document has no text to write
+    failures = status_json(out)["failures"]
+    assert [(Path(f["source"]).name, f["reason"]) for f in failures] == [
+        ("scanned.pdf", "no_text_layer")
+    ], failures

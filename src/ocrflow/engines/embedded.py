@@ -35,9 +35,17 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ocrflow.engines.layout import TextBox, layout_text
+from ocrflow.engines.geometry import (
+    PageFrame,
+    Quads,
+    is_sideways,
+    ocr_blocks,
+    turn_quads_half,
+    turn_quads_quarter,
+)
+from ocrflow.engines.layout import TextBox, laid_out
 from ocrflow.errors import EngineError, EngineRejected
-from ocrflow.types import EngineReply, PageImage, PageRequest
+from ocrflow.types import Block, EngineReply, PageImage, PageRequest
 
 logger = logging.getLogger(__name__)
 
@@ -47,10 +55,6 @@ logger = logging.getLogger(__name__)
 CLASSIFY_LINES = 12
 SUSPECT_SHARE = 0.3
 CONFIRM_LINES = 6
-
-#: Quad corners, float32 array of shape (n, 4, 2): top-left, top-right, bottom-right,
-#: bottom-left, in pixels of the page as it is being read.
-Quads = np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +84,11 @@ class OcrText:
     #: Degrees clockwise the page was turned to read it upright: 0, 90, 180 or 270.
     rotation: int = 0
     boxes: tuple[TextBox, ...] = ()
-    #: Seconds per step ("detect", "classify", "recognize"), for benchmarks.
+    #: Seconds per step ("detect", "classify", "recognize", "layout", "blocks").
     timings: dict[str, float] = field(default_factory=dict)
+    #: The page's paragraphs, tables and running header/footer in reading order, boxes in
+    #: 0..1 of the image as it was given (before any turn).
+    blocks: tuple[Block, ...] = ()
 
     @property
     def mean_confidence(self) -> float:
@@ -129,6 +136,7 @@ class EmbeddedEngine:
             rotation=result.rotation,
             engine="rapidocr",
             attributes={"boxes": len(result.boxes), "mean_confidence": result.mean_confidence},
+            blocks=result.blocks,
         )
 
     async def aclose(self) -> None:
@@ -300,13 +308,13 @@ def _read_page(models: _Models, bgr: np.ndarray, options: EmbeddedOptions) -> Oc
     if len(quads) == 0:
         return OcrText(text="", timings=clock.laps)
     rotation = 0
-    if options.detect_rotation and _is_sideways(quads):
-        quads = _turn_quads_quarter(quads, bgr.shape[0])
+    if options.detect_rotation and is_sideways(quads):
+        quads = turn_quads_quarter(quads, bgr.shape[0])
         bgr, rotation = np.ascontiguousarray(np.rot90(bgr, k=-1)), 90
     crops = [models.crop(bgr, quad) for quad in quads]
     if options.detect_rotation and _is_upside_down(models, crops, options.line_margin):
         crops = [_turn_half(crop) for crop in crops]
-        quads = _turn_quads_half(quads, bgr.shape[1], bgr.shape[0])
+        quads = turn_quads_half(quads, bgr.shape[1], bgr.shape[0])
         rotation += 180
     clock.lap("classify")
     texts, scores = models.read_lines(crops, options.line_margin)
@@ -316,7 +324,12 @@ def _read_page(models: _Models, bgr: np.ndarray, options: EmbeddedOptions) -> Oc
         for quad, text, score in zip(quads, texts, scores, strict=True)
         if text.strip() and score >= options.min_score
     )
-    return OcrText(layout_text(boxes), rotation, boxes, clock.laps)
+    paragraphs = laid_out(boxes)
+    clock.lap("layout")
+    blocks = ocr_blocks(paragraphs, PageFrame(bgr.shape[1], bgr.shape[0], rotation))
+    clock.lap("blocks")
+    text = "\n\n".join(paragraph.text for paragraph in paragraphs)
+    return OcrText(text, rotation, boxes, clock.laps, blocks)
 
 
 class _Clock:
@@ -342,16 +355,6 @@ def _detect_lines(models: _Models, bgr: np.ndarray) -> Quads:
     quads = models.detect(np.pad(bgr, ((pad, pad), (0, 0), (0, 0)), mode="edge"))
     quads[:, :, 1] = np.clip(quads[:, :, 1] - pad, 0, height)
     return quads
-
-
-def _is_sideways(quads: Quads) -> bool:
-    """True when most of the text (by length) runs in boxes at least 1.5 times taller than
-    wide: the page lies on its side. Squarish boxes (single characters) do not vote."""
-    widths = np.linalg.norm(quads[:, 1] - quads[:, 0], axis=1)
-    heights = np.linalg.norm(quads[:, 3] - quads[:, 0], axis=1)
-    tall = heights[heights >= 1.5 * widths].sum()
-    wide = widths[widths >= 1.5 * heights].sum()
-    return bool(tall > wide)
 
 
 def _is_upside_down(models: _Models, crops: list[np.ndarray], margin: float) -> bool:
@@ -388,28 +391,6 @@ def _with_margin(crop: np.ndarray, margin: float) -> np.ndarray:
     padded[:] = background
     padded[pad : pad + crop.shape[0]] = crop
     return padded
-
-
-def _turn_quads_quarter(quads: Quads, height: int) -> Quads:
-    """Quads of a page ``height`` px high after turning the page 90° clockwise."""
-    return _order_corners(np.stack([height - quads[:, :, 1], quads[:, :, 0]], axis=2))
-
-
-def _turn_quads_half(quads: Quads, width: int, height: int) -> Quads:
-    """Quads of a ``width`` × ``height`` page after turning it 180°."""
-    return _order_corners(np.stack([width - quads[:, :, 0], height - quads[:, :, 1]], axis=2))
-
-
-def _order_corners(quads: Quads) -> Quads:
-    """Corners as top-left, top-right, bottom-right, bottom-left, as the detector gives
-    them: the two left-most points are the left side, each side ordered by y."""
-    by_x = np.take_along_axis(quads, np.argsort(quads[:, :, 0], axis=1)[:, :, None], axis=1)
-    left, right = _sorted_by_y(by_x[:, :2]), _sorted_by_y(by_x[:, 2:])
-    return np.stack([left[:, 0], right[:, 0], right[:, 1], left[:, 1]], axis=1).astype(np.float32)
-
-
-def _sorted_by_y(pairs: np.ndarray) -> np.ndarray:
-    return np.take_along_axis(pairs, np.argsort(pairs[:, :, 1], axis=1)[:, :, None], axis=1)
 
 
 def _last_line(exc: Exception) -> str:

@@ -36,7 +36,7 @@ from statistics import median
 import numpy as np
 
 from ocrflow.engines.tables import find_tables
-from ocrflow.engines.xycut import reading_regions
+from ocrflow.engines.xycut import BODY, labelled_regions
 
 #: A number as it stands in a table cell: 40, 1,250.00, -3.5, 12%, $9.99, 2024-01-17.
 _NUMBER = re.compile(r"[-+(]?[$€£]?\d[\d.,:/%-]*\)?[%€]?")
@@ -64,6 +64,14 @@ class TextBox:
     angle: float = 0.0
     #: "line", or "table" for a whole table whose ``text`` is Markdown.
     kind: str = "line"
+    #: The detected boxes this one stands for, as the detector gave them (a deskewed
+    #: line, a number cut out of a line, a table's cells); empty: the box itself.
+    members: tuple[TextBox, ...] = ()
+
+    @property
+    def detected(self) -> tuple[TextBox, ...]:
+        """The detected boxes this one stands for (``members``, or itself)."""
+        return self.members or (self,)
 
     @classmethod
     def from_quad(cls, points: Sequence[Sequence[float]], text: str, score: float = 1.0) -> TextBox:
@@ -245,15 +253,35 @@ def _starts_paragraph(lines: Sequence[TextBox], i: int) -> bool:
     return indented and nxt is not None and nxt.x0 < line.x0 - 0.5 * line.text_height
 
 
-def paragraphs_in_order(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> list[str]:
+@dataclass(frozen=True, slots=True)
+class Paragraph:
+    """A paragraph (or table) as laid out: its text, its detected boxes (as the detector
+    gave them, in reading order), its region's role (``xycut.HEADER``, ``BODY``, ...)."""
+
+    text: str
+    boxes: tuple[TextBox, ...]
+    kind: str = "line"
+    region: str = BODY
+
+
+def laid_out(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> list[Paragraph]:
     """The page's paragraphs (and tables, as Markdown) in reading order, lines joined with
     newlines; ``reading_order="blocks"`` is the former method (module docstring)."""
     if reading_order == "blocks":
-        return _paragraph_texts(order_blocks(group_blocks(boxes)))
+        return _paragraphs(order_blocks(group_blocks(boxes)), BODY)
     if reading_order != "columns":
         raise ValueError(f"reading_order is 'columns' or 'blocks', not {reading_order!r}")
     level = deskew([b for b in boxes if b.text.strip()])
-    return [p for region in reading_regions(with_tables(level)) for p in _region_paragraphs(region)]
+    return [
+        paragraph
+        for role, region in labelled_regions(with_tables(level))
+        for paragraph in _region_paragraphs(region, role)
+    ]
+
+
+def paragraphs_in_order(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> list[str]:
+    """The texts of ``laid_out``."""
+    return [paragraph.text for paragraph in laid_out(boxes, reading_order=reading_order)]
 
 
 def layout_text(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> str:
@@ -261,22 +289,24 @@ def layout_text(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> 
     return "\n\n".join(paragraphs_in_order(boxes, reading_order=reading_order))
 
 
-def _region_paragraphs(region: Sequence[TextBox]) -> list[str]:
+def _region_paragraphs(region: Sequence[TextBox], role: str) -> list[Paragraph]:
     """Paragraphs of one region: its lines in blocks, each table a block of its own."""
     tables = [TextBlock.of([box]) for box in region if box.kind == "table"]
     lines = [box for box in region if box.kind != "table"]
-    return _paragraph_texts(order_blocks(group_blocks(lines) + tables))
+    return _paragraphs(order_blocks(group_blocks(lines) + tables), role)
 
 
-def _paragraph_texts(blocks: Iterable[TextBlock]) -> list[str]:
-    paragraphs = (
-        [block.lines] if block.lines[0].kind == "table" else split_paragraphs(block)
-        for block in blocks
-    )
-    texts = (
-        "\n".join(ln.text.strip() for ln in p if ln.text.strip()) for ps in paragraphs for p in ps
-    )
-    return [text for text in texts if text]
+def _paragraphs(blocks: Iterable[TextBlock], role: str) -> list[Paragraph]:
+    found = []
+    for block in blocks:
+        kind = block.lines[0].kind
+        for lines in [block.lines] if kind == "table" else split_paragraphs(block):
+            kept = [ln for ln in lines if ln.text.strip()]
+            text = "\n".join(ln.text.strip() for ln in kept)
+            if text:
+                detected = tuple(dict.fromkeys(d for ln in kept for d in ln.detected))
+                found.append(Paragraph(text, detected, kind, role))
+    return found
 
 
 def with_tables(boxes: Sequence[TextBox]) -> list[TextBox]:
@@ -308,6 +338,7 @@ def _table_box(cells: Sequence[TextBox], markdown: str) -> TextBox:
         markdown,
         height=median(b.text_height for b in cells),
         kind="table",
+        members=tuple(dict.fromkeys(d for cell in cells for d in cell.detected)),
     )
 
 
@@ -322,8 +353,11 @@ def _split_numbers(box: TextBox) -> list[TextBox]:
     for token in tokens:
         width = per_char * len(token)
         pieces.append(
-            TextBox(x, box.y0, x + width, box.y1, token, box.score, box.height, box.angle)
-        )
+            TextBox(
+                x, box.y0, x + width, box.y1, token, box.score, box.height, box.angle,
+                members=box.detected,
+            )
+        )  # fmt: skip
         x += width + per_char
     return pieces
 
@@ -360,4 +394,5 @@ def _turned(box: TextBox, skew: float) -> TextBox:
         height,
         box.angle - skew,
         box.kind,
+        box.detected,
     )

@@ -3,10 +3,12 @@
 The client owns concurrency: vLLM queues without bound, so each replica gets an in-flight
 limit that ``ReplicaLimiter`` steers from the server's own ``/metrics``
 (``vllm:num_requests_running`` / ``vllm:num_requests_waiting``) or, without metrics, from
-how often the server refuses work (429/503). Pages wait for a slot on our side, earliest
-deadline first, so a retried page goes ahead of pages that have not been tried yet. Each
-request goes to the least-loaded healthy replica; a replica whose ``/health`` fails is
-drained and probed in the background until it comes back.
+how often the server refuses work (429/503). Pages wait for a slot on our side
+(``replicas.py``); a replica whose ``/health`` fails is drained and probed in the
+background until it comes back. A circuit breaker per replica
+(``breaker.py``) says at once when every request to it fails, holds pages back from it
+while it does, and stops the run (``EngineFailing``) once every replica has failed for
+``BreakerPolicy.fail_after_s``.
 
 Transport: ``httpx``, sharded into several small ``AsyncClient`` pools. One pool of 128+
 connections costs 5-13 ms of CPU per request (httpcore scans every connection and every
@@ -17,70 +19,35 @@ queued request on each event); pools of ~16 connections cost ~1.3 ms (see
 from __future__ import annotations
 
 import asyncio
-import base64
-import heapq
-import itertools
-import json
 import logging
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from ocrflow.engines.breaker import BreakerPolicy, all_failing, failing_message
+from ocrflow.engines.completions import (
+    ServerFailure,
+    check_url,
+    completion_body,
+    parse_reply,
+    request_body,
+    v1,
+)
 from ocrflow.engines.limiter import ReplicaLimiter
 from ocrflow.engines.metrics import parse_vllm_metrics
 from ocrflow.engines.readiness import ProgressNotes, Readiness, ReadyWatch, probe_server
-from ocrflow.errors import ConfigError, EngineError, EngineRejected, EngineUnavailable
+from ocrflow.engines.replicas import Replica, ReplicaSlots
+from ocrflow.errors import EngineError, EngineFailing, EngineRejected
 from ocrflow.types import EngineReply, PageRequest
+
+__all__ = ["OpenAIEngine", "Replica"]
 
 log = logging.getLogger("ocrflow.engine")
 
-#: vLLM 0.32's 400s for a request that does not fit (it clamps ``max_tokens`` to the room
-#: the prompt leaves): "This model's maximum context length is N tokens. However, your
-#: prompt contains …", "Input length (P) exceeds model's maximum context length (N).",
-#: "max_tokens=M cannot be greater than max_model_len=N" and, for a prompt of exactly N
-#: tokens, "max_tokens must be at least 1, got 0". All are fixed by a smaller image or
-#: fewer output tokens (the reader shrinks both).
-_CONTEXT_OVERFLOW_MARKERS = (
-    "maximum context length",
-    "max_model_len",
-    "context length",
-    "maximum model length",
-    "max_tokens must be at least 1, got 0",
-)
 #: Requests one httpx pool carries at once before another pool is opened (see module doc).
 SHARD_REQUESTS = 16
-
-
-@dataclass
-class Replica:
-    """One server; ``url`` is its OpenAI base URL (…/v1)."""
-
-    url: str
-    limiter: ReplicaLimiter
-    in_flight: int = 0
-    healthy: bool = True
-    failures: int = 0
-    checking: bool = False
-    has_metrics: bool | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    completed: int = 0
-    #: The context length the server reports for the model (``/v1/models``), if any.
-    max_model_len: int | None = None
-
-    @property
-    def root(self) -> str:
-        return self.url.rstrip("/").removesuffix("/v1")
-
-    @property
-    def load(self) -> float:
-        return self.in_flight / max(self.limiter.limit, 1)
-
-    @property
-    def free(self) -> bool:
-        return self.healthy and self.in_flight < int(self.limiter.limit)
 
 
 class _Shards:
@@ -118,15 +85,6 @@ class _Shards:
         self._active.clear()
 
 
-@dataclass(order=True)
-class _Waiter:
-    """A request waiting for a slot; ordered by deadline, then by arrival."""
-
-    deadline: float
-    seq: int
-    future: asyncio.Future[Replica] = field(compare=False)
-
-
 class OpenAIEngine:
     """Chat completions over HTTP to one or more replicas.
 
@@ -152,11 +110,12 @@ class OpenAIEngine:
         target_waiting: int = 8,
         progress_after_s: float = 5.0,
         progress_every_s: float = 15.0,
+        breaker: BreakerPolicy | None = None,
     ) -> None:
         if not servers:
             raise EngineError("no server given; pass --server http://host:port/v1")
         for url in servers:
-            _check_url(url)
+            check_url(url)
         self.model = model
         self.image_encoding = image_encoding
         self.request_timeout_s = request_timeout_s
@@ -167,10 +126,11 @@ class OpenAIEngine:
         start = max_concurrency or 32
         self.replicas = [
             Replica(
-                _v1(url),
+                v1(url),
                 ReplicaLimiter(
                     start, adaptive=max_concurrency is None, target_waiting=target_waiting
                 ),
+                breaker_policy=breaker or BreakerPolicy(),
             )
             for url in servers
         ]
@@ -180,10 +140,14 @@ class OpenAIEngine:
         self._shards = _Shards({**headers, "Content-Type": "application/json"}, timeout)
         # Probes and metrics: few, short, on their own pool.
         self._probe_client = httpx.AsyncClient(headers=headers, timeout=timeout)
-        self._waiters: list[_Waiter] = []
-        self._seq = itertools.count()
+        self._slots = ReplicaSlots(self.replicas)
         self._poller: asyncio.Task[None] | None = None
         self._checks: set[asyncio.Task[None]] = set()
+        #: Why every replica is failing, once they all failed for too long (``_judge``);
+        #: cleared when one answers again. ``_failing_probe``: when a call last went as a
+        #: probe meanwhile.
+        self._failing: str | None = None
+        self._failing_probe = 0.0
 
     # -- lifecycle -----------------------------------------------------------------------
     async def wait_ready(self, deadline_s: float = 600.0, *, unreachable_s: float = 60.0) -> None:
@@ -240,8 +204,43 @@ class OpenAIEngine:
     async def _poll_forever(self) -> None:
         while True:
             await asyncio.gather(*(self._poll(r) for r in self.replicas))
-            self._dispatch()
+            self._judge()
+            self._slots.dispatch()
             await asyncio.sleep(self._poll_delay())
+
+    def _judge(self) -> None:
+        """Give up once every replica has failed for too long: the waiting pages, and later
+        calls except a probe now and then, get ``EngineFailing``."""
+        now = time.monotonic()
+        breakers = [r.breaker for r in self.replicas]
+        if self._failing is None:
+            if not all_failing(breakers, now):
+                return
+            # Said once, by whoever stops: the CLI's error line, the job service's log.
+            self._failing = failing_message(breakers, now)
+            self._failing_probe = now
+        message = self._failing
+        self._slots.fail_all(lambda: EngineFailing(message))
+
+    def _admit(self) -> Replica | None:
+        """While every replica is failing: raise ``EngineFailing``, except for one call
+        every ``probe_every_s``, which goes at once to a healthy replica as a probe (a
+        long-lived engine, the job service's, recovers with its servers). Else None: the
+        call takes a slot as usual."""
+        if self._failing is None:
+            return None
+        now = time.monotonic()
+        if not all_failing([r.breaker for r in self.replicas], now):
+            self._failing = None  # a server answered again
+            return None
+        healthy = [r for r in self.replicas if r.healthy]
+        every = self.replicas[0].breaker.policy.probe_every_s
+        if not healthy or now - self._failing_probe < every:
+            raise EngineFailing(self._failing)
+        self._failing_probe = now
+        replica = min(healthy, key=lambda r: r.load)
+        replica.in_flight += 1
+        return replica
 
     def _poll_delay(self) -> float:
         """Poll four times as often while a limit is still looking for the server's size.
@@ -260,6 +259,7 @@ class OpenAIEngine:
             replica.healthy = await self._probe_ready(replica) is None
             if replica.healthy:
                 replica.failures = 0
+                replica.breaker.probe_soon()
                 log.info("replica %s is back", replica.url)
             return
         if replica.has_metrics is False:
@@ -283,69 +283,50 @@ class OpenAIEngine:
 
     def _saturated(self, replica: Replica) -> bool:
         """Whether the replica's limit (not a lack of pages) holds requests back."""
-        return bool(self._waiters) or replica.in_flight >= int(replica.limiter.limit) - 1
+        return bool(self._slots.waiting) or replica.in_flight >= int(replica.limiter.limit) - 1
 
     # -- slots -----------------------------------------------------------------------------
-    def _pick(self) -> Replica | None:
-        free = [r for r in self.replicas if r.free]
-        return min(free, key=lambda r: r.load) if free else None
-
     async def _acquire(self, deadline: float) -> Replica:
-        """A slot on the least-loaded replica; waiters are served earliest deadline first."""
-        if not self._waiters:
-            replica = self._pick()
-            if replica is not None:
-                replica.in_flight += 1
-                return replica
-        waiter = _Waiter(deadline, next(self._seq), asyncio.get_running_loop().create_future())
-        heapq.heappush(self._waiters, waiter)
-        self._dispatch()  # cancelled waiters ahead of us may be all that is queued
-        if not any(r.healthy for r in self.replicas):
+        """A slot on a replica (``ReplicaSlots``); the poller runs while any replica is
+        drained or failing: it brings replicas back, sends probes and stops the run."""
+        if not all(r.healthy and not r.breaker.is_open for r in self.replicas):
             self._start_poller()
-        try:
-            return await waiter.future
-        except asyncio.CancelledError:
-            # Handed a slot in the same instant we were cancelled: give it back.
-            if waiter.future.done() and not waiter.future.cancelled():
-                self._release(waiter.future.result())
-            raise
-
-    def _dispatch(self) -> None:
-        """Hand free slots to waiters, earliest deadline first."""
-        while self._waiters:
-            if self._waiters[0].future.done():  # cancelled while waiting
-                heapq.heappop(self._waiters)
-                continue
-            replica = self._pick()
-            if replica is None:
-                return
-            waiter = heapq.heappop(self._waiters)
-            replica.in_flight += 1
-            waiter.future.set_result(replica)
-
-    def _release(self, replica: Replica) -> None:
-        replica.in_flight -= 1
-        self._dispatch()
+        return await self._slots.acquire(deadline)
 
     # -- requests --------------------------------------------------------------------------
     async def infer(self, request: PageRequest) -> EngineReply:
-        """Send one page; raise ``EngineUnavailable`` (retry later) or ``EngineRejected``.
+        """Send one page; raise ``EngineUnavailable`` (retry later), ``EngineRejected``, or
+        ``EngineFailing`` once every replica has failed for too long (stop the run).
 
         Waiting for a slot is bounded by the caller (the page's deadline); the request
         timeout starts only once the request is on its way.
         """
         deadline = request.deadline if request.deadline is not None else math.inf
-        replica = await self._acquire(deadline)
+        replica = self._admit() or await self._acquire(deadline)
         try:
             # Encoded only now: a body is ~1.4x the image, and hundreds of pages may wait.
             body = self._encode(request, replica.max_model_len)
             payload, latency = await self._post(replica, body)
+            reply = parse_reply(payload, latency, self.name, replica.url)
+        except ServerFailure as exc:
+            replica.breaker.failed(exc.cause, time.monotonic())
+            self._judge()
+            if self._failing is not None:
+                raise EngineFailing(self._failing) from exc
+            raise
+        except EngineRejected:
+            replica.breaker.succeeded(time.monotonic())  # it answered, on purpose
+            raise
+        except BaseException:
+            replica.breaker.probe_ended()
+            raise
         finally:
-            self._release(replica)
+            self._slots.release(replica)
+        replica.breaker.succeeded(time.monotonic())
         replica.failures = 0
         replica.completed += 1
         replica.limiter.on_success(bool(replica.has_metrics), self._saturated(replica))
-        return _reply(payload, latency, self.name)
+        return reply
 
     async def _post(self, replica: Replica, body: bytes) -> tuple[dict[str, Any], float]:
         shard = self._shards.acquire()
@@ -357,12 +338,11 @@ class OpenAIEngine:
                     f"{replica.url}/chat/completions", content=body
                 )
         except (TimeoutError, httpx.TimeoutException) as exc:
-            raise EngineUnavailable(
-                f"{replica.url} did not answer within {self.request_timeout_s:g} s"
-            ) from exc
+            cause = f"did not answer within {self.request_timeout_s:g} s"
+            raise ServerFailure(replica.url, cause) from exc
         except httpx.HTTPError as exc:
             self._note_failure(replica)
-            raise EngineUnavailable(f"{replica.url}: {type(exc).__name__}: {exc}") from exc
+            raise ServerFailure(replica.url, f"{type(exc).__name__}: {exc}") from exc
         finally:
             self._shards.release(shard)
         return self._check(answer, replica), time.monotonic() - started
@@ -386,53 +366,20 @@ class OpenAIEngine:
             replica.failures = 0
             return
         replica.healthy = False
+        replica.breaker.trip(f"health check failed: {error}", time.monotonic())
         self._start_poller()  # it brings the replica back once it answers again
         log.warning("replica %s drained: %s", replica.url, error)
 
     def _check(self, answer: httpx.Response, replica: Replica) -> dict[str, Any]:
         status = answer.status_code
         replica.limiter.on_answer(status in (429, 503), time.monotonic())
-        if status == 200:
-            try:
-                return answer.json()
-            except ValueError as exc:
-                raise EngineUnavailable(f"{replica.url} sent a broken body") from exc
-        detail = _error_text(answer)
-        if status in (429, 503):
-            raise EngineUnavailable(f"{replica.url} overloaded ({status}): {detail}")
-        if status >= 500 or status == 408:
+        if (status >= 500 and status != 503) or status == 408:
             self._note_failure(replica)
-            raise EngineUnavailable(f"{replica.url} failed ({status}): {detail}")
-        overflow = status == 400 and any(m in detail.lower() for m in _CONTEXT_OVERFLOW_MARKERS)
-        raise EngineRejected(
-            f"{replica.url} rejected the request ({status}): {detail}",
-            context_overflow=overflow,
-            status=status,
-        )
+        return completion_body(answer, replica.url)
 
     def _encode(self, request: PageRequest, max_model_len: int | None = None) -> bytes:
-        """The request body as JSON bytes.
-
-        ``max_tokens`` is capped at the server's context length: vLLM clamps it to the room
-        the prompt leaves, but answers 400 to a value above the whole context.
-        """
-        image = base64.b64encode(request.image.data).decode("ascii")
-        image_part = {
-            "type": "image_url",
-            "image_url": {"url": f"data:{request.image.media_type};base64,{image}"},
-        }
-        parts: list[dict[str, Any]] = [image_part]
-        if request.prompt:
-            text_part = {"type": "text", "text": request.prompt}
-            parts = [image_part, text_part] if request.image_first else [text_part, image_part]
-        body = {
-            "model": self.model,
-            "messages": [{"role": "user", "content": parts}],
-            "temperature": request.temperature,
-            "max_tokens": min(request.max_tokens, max_model_len or request.max_tokens),
-            **request.extra_body,
-        }
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        """The request body as JSON bytes (``completions.request_body``)."""
+        return request_body(request, self.model, max_model_len)
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Per-replica state for logs and status."""
@@ -443,50 +390,9 @@ class OpenAIEngine:
                 "in_flight": r.in_flight,
                 "limit": round(r.limiter.limit, 1),
                 "completed": r.completed,
-                "queued_here": len(self._waiters),
+                "failing": r.breaker.is_open,
+                "queued_here": self._slots.waiting,
                 **r.metrics,
             }
             for r in self.replicas
         ]
-
-
-def _check_url(url: str) -> None:
-    """Refuse a server URL that httpx could never connect to (a usage error, exit 2)."""
-    try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        raise ConfigError(f"--server {url!r} is not a valid URL: {exc}") from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ConfigError(f"--server {url!r} must be an http:// or https:// URL with a host")
-
-
-def _v1(url: str) -> str:
-    url = url.rstrip("/")
-    return url if url.endswith("/v1") else f"{url}/v1"
-
-
-def _error_text(answer: httpx.Response) -> str:
-    try:
-        body = answer.json()
-        error = body.get("error", body) if isinstance(body, dict) else body
-        message = error.get("message", error) if isinstance(error, dict) else error
-        return str(message)[:500]
-    except ValueError:
-        return answer.text[:500]
-
-
-def _reply(payload: dict[str, Any], latency: float, engine: str) -> EngineReply:
-    try:
-        choice = payload["choices"][0]
-        text = choice["message"].get("content") or ""
-    except (KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise EngineUnavailable(f"malformed completion: {str(payload)[:200]}") from exc
-    usage = payload.get("usage") or {}
-    return EngineReply(
-        text=text,
-        finish_reason=choice.get("finish_reason") or "stop",
-        tokens_in=int(usage.get("prompt_tokens") or 0),
-        tokens_out=int(usage.get("completion_tokens") or 0),
-        latency_s=latency,
-        engine=engine,
-    )

@@ -8,13 +8,15 @@ run with a typed error:
 - every server unreachable (refused, DNS, TLS, connect timeout) for ``unreachable_s``:
   ``EngineUnreachable`` naming each URL and the cause;
 - a server refused the API key (401/403): ``EngineAuthError`` at once, without the key;
-- a server lists other models on two looks in a row: ``ModelNotServed`` naming them;
+- a server lists other models on two looks in a row: ``ModelNotServed`` naming them, also
+  when another replica is ready (``confirm_models``: never a replica dropped silently);
 - nothing ready by the deadline (a server that answers but is still loading is waited for
   this long): ``EngineUnavailable``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import ssl
@@ -95,6 +97,43 @@ def _from_models(url: str, model: str, answer: httpx.Response) -> Readiness:
     if not served:
         return Readiness(url, "loading", "no model listed yet")
     return Readiness(url, "wrong_model", served=served)
+
+
+async def confirm_models(
+    urls: list[str],
+    model: str,
+    *,
+    api_key: str | None = None,
+    second_look_s: float = 1.0,
+) -> None:
+    """Once one replica is ready: ``ModelNotServed`` when another one lists only other
+    models on two looks ``second_look_s`` apart (a replica serving another model is a
+    mistake in the set-up, not a replica to drop silently); other states are left to the
+    engine's health checks (a loading or unreachable replica may come later)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    async with httpx.AsyncClient(headers=headers, timeout=10.0) as client:
+        wrong = [url for url, look in await _looks(client, urls, model) if look == "wrong_model"]
+        if not wrong:
+            return
+        await asyncio.sleep(second_look_s)
+        for url in wrong:
+            look = await probe_server(client, url, model)
+            if look.state == "wrong_model":
+                raise ModelNotServed(_not_served(look, model))
+
+
+async def _looks(
+    client: httpx.AsyncClient, urls: list[str], model: str
+) -> list[tuple[str, ReadyState]]:
+    looks = await asyncio.gather(*(probe_server(client, url, model) for url in urls))
+    return [(look.url, look.state) for look in looks]
+
+
+def _not_served(look: Readiness, model: str) -> str:
+    return (
+        f"the server at {look.url} does not serve the model {model!r}; it serves "
+        f"{_names(look.served)} (pass one of them as --model, or --served-model-name)"
+    )
 
 
 def connect_cause(exc: BaseException) -> str:
@@ -192,11 +231,7 @@ class ReadyWatch:
         wrong = [look for look in looks if look.state == "wrong_model"]
         self._wrong_looks = self._wrong_looks + 1 if wrong else 0
         if wrong and self._wrong_looks >= self.wrong_model_looks:
-            look = wrong[0]
-            raise ModelNotServed(
-                f"the server at {look.url} does not serve the model {self.model!r}; it serves "
-                f"{_names(look.served)} (pass one of them as --model, or --served-model-name)"
-            )
+            raise ModelNotServed(_not_served(wrong[0], self.model))
 
     def _check_reachable(self, looks: list[Readiness], now: float) -> None:
         if not looks or any(look.state != "unreachable" for look in looks):

@@ -1,7 +1,9 @@
 """What a managed vLLM server runs: ``ServerSpec`` and the ``vllm serve`` command line.
 
 Pure functions, no processes: the flags come from the caller (recipe flags, then user
-flags, given verbatim; vLLM's parser keeps the last value of a repeated option).
+flags, given verbatim; vLLM's parser keeps the last value of a repeated option). Those are
+the operator's; what ocrflow adds from configuration cannot become an option: the model is
+checked (``model_names``: never a leading ``-``) and every value travels as ``--flag=value``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from ocrflow.engines.model_names import check_model_name, check_served_name
 from ocrflow.errors import ConfigError
 
 #: Flags this module sets itself, and the ``ServerSpec`` field to use instead.
@@ -27,7 +30,7 @@ DATA_PARALLEL_FLAGS = ("--data-parallel-size", "-dp")
 
 @dataclass(frozen=True, slots=True)
 class ServerSpec:
-    """What to run: ``COMMAND MODEL --host H --port P --served-model-name N FLAGS...``.
+    """What to run: ``COMMAND MODEL --host=H --port=P --served-model-name=N FLAGS...``.
 
     ``gpus``: one replica per entry, each with ``CUDA_VISIBLE_DEVICES=<entry>`` (an entry
     may name several devices, "0,1", for tensor parallelism); empty means one replica with
@@ -58,6 +61,8 @@ class ServerSpec:
                 raise ConfigError(f"vllm flag {flag!r} is set by ocrflow; set {owned} instead")
         if not self.model or not self.command:
             raise ConfigError("a managed vLLM server needs a model and a command")
+        check_model_name(self.model)
+        check_served_name(self.name)
         if self.max_restarts < 0 or self.ready_timeout_s <= 0 or not 0 <= self.base_port < 65536:
             raise ConfigError("max_restarts >= 0, ready_timeout_s > 0, 0 <= base_port < 65536")
 
@@ -93,9 +98,15 @@ def data_parallel_size(flags: Sequence[str]) -> int:
 
 
 def build_command(spec: ServerSpec, port: int) -> list[str]:
-    """The argv of one replica; ``spec.flags`` come last, verbatim."""
-    owned = ["--host", spec.host, "--port", str(port), "--served-model-name", spec.name]
-    return [*spec.command, spec.model, *owned, *spec.flags]
+    """The argv of one replica; ``spec.flags`` come last, verbatim.
+
+    vLLM takes the model as its positional argument (its ``--model`` is deprecated), so the
+    model is checked again here: a value with a leading ``-`` never reaches the argv. The
+    values ocrflow sets are joined to their flags, so none can be read as an option.
+    """
+    model = check_model_name(spec.model)
+    owned = [f"--host={spec.host}", f"--port={port}", f"--served-model-name={spec.name}"]
+    return [*spec.command, model, *owned, *spec.flags]
 
 
 def replica_devices(spec: ServerSpec) -> list[str | None]:

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 from ocrflow.config import EngineOptions
 from ocrflow.engines.base import Engine
+from ocrflow.engines.completions import v1
 from ocrflow.engines.factory import build_engine
 from ocrflow.engines.presets import preset_flags
+from ocrflow.engines.readiness import confirm_models
 from ocrflow.errors import ConfigError
 
 log = logging.getLogger("ocrflow.engine")
@@ -65,6 +67,9 @@ async def open_engine(
         await engine.wait_ready(
             options.ready_timeout_s, unreachable_s=options.unreachable_timeout_s
         )
+        if len(servers) > 1:  # one replica ready: none of the others serves another model
+            model = options.served_model_name or options.model
+            await confirm_models([v1(s) for s in servers], model, api_key=api_key(options))
         yield EngineSession(engine, recipe, f"{options.kind}:{options.model}", recipe.target_dim)
 
 
@@ -73,6 +78,7 @@ def _default_dim(engine: Engine) -> int:
 
 
 def _openai(options: EngineOptions, servers: list[str]) -> Engine:
+    from ocrflow.engines.breaker import BreakerPolicy
     from ocrflow.engines.openai import OpenAIEngine
 
     return OpenAIEngine(
@@ -81,7 +87,16 @@ def _openai(options: EngineOptions, servers: list[str]) -> Engine:
         api_key=api_key(options),
         max_concurrency=options.max_concurrency,
         request_timeout_s=options.request_timeout_s,
+        breaker=BreakerPolicy(fail_after_s=_fail_after(options)),
     )
+
+
+def _fail_after(options: EngineOptions) -> float:
+    """How long every server may fail before the run stops: for servers we start, at
+    least their ``--ready-timeout`` (a crashed one is restarted, and loads that long)."""
+    if options.kind == "vllm" and options.fail_after_s > 0:
+        return max(options.fail_after_s, options.ready_timeout_s)
+    return options.fail_after_s
 
 
 def managed_flags(recipe: object, options: EngineOptions) -> tuple[str, ...]:

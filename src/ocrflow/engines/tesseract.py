@@ -2,7 +2,8 @@
 
 Selectable instead of the default embedded engine (``--engine tesseract``). Pages go to the
 process on stdin as uncompressed PNM (raw pixels plus a short header), so nothing is
-encoded; its plain-text output already has paragraphs apart by blank lines.
+encoded. It answers in TSV (``tesseract_tsv.py``): the text, with paragraphs apart by
+blank lines as its plain-text output has them, plus word and line boxes, in one run.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 
 from PIL import Image
 
+from ocrflow.engines.tesseract_tsv import TsvPage, parse_tsv
 from ocrflow.errors import ConfigError, EngineError, EngineRejected, EngineUnavailable
 from ocrflow.types import EngineReply, PageImage, PageRequest
 
@@ -57,8 +59,13 @@ class TesseractEngine:
         data = page_file_bytes(request.image)
         started = time.perf_counter()
         async with self._slots:
-            text = await asyncio.to_thread(self.run, data)
-        return EngineReply(text=text, latency_s=time.perf_counter() - started, engine="tesseract")
+            page = await asyncio.to_thread(self.read, data)
+        return EngineReply(
+            text=page.text,
+            latency_s=time.perf_counter() - started,
+            engine="tesseract",
+            blocks=page.blocks,
+        )
 
     async def aclose(self) -> None:
         """Nothing to release: each page is its own process."""
@@ -70,6 +77,11 @@ class TesseractEngine:
 
     def run(self, data: bytes) -> str:
         """OCR an image file's bytes (PNM, PNG, JPEG, TIFF) and return the page text."""
+        return self.read(data).text
+
+    def read(self, data: bytes) -> TsvPage:
+        """OCR an image file's bytes: the page text and its blocks (paragraphs, with line
+        and word boxes in 0..1 of the image and confidences)."""
         try:
             done = subprocess.run(
                 self._argv(),
@@ -88,10 +100,11 @@ class TesseractEngine:
         if done.returncode != 0:
             detail = done.stderr.decode(errors="replace").strip()[-500:]
             raise EngineError(f"tesseract exited with {done.returncode}: {detail}")
-        return done.stdout.decode("utf-8", errors="replace").replace("\f", "").strip()
+        return parse_tsv(done.stdout.decode("utf-8", errors="replace"))
 
     def _argv(self) -> list[str]:
-        return [self.command, "stdin", "stdout", "-l", self.languages, "--psm", str(self.psm)]
+        psm = str(self.psm)
+        return [self.command, "stdin", "stdout", "-l", self.languages, "--psm", psm, "tsv"]
 
 
 def page_file_bytes(image: PageImage) -> bytes:

@@ -58,15 +58,27 @@ class CutOptions:
     furniture_zone: float = 0.1
 
 
+#: The role of a region: the running header, the body, or the running footer.
+HEADER, BODY, FOOTER = "header", "body", "footer"
+
+
 def reading_regions(boxes: Sequence[B], options: CutOptions | None = None) -> list[list[B]]:
     """``boxes`` grouped into regions, the regions in reading order (module docstring)."""
+    return [region for _, region in labelled_regions(boxes, options)]
+
+
+def labelled_regions(
+    boxes: Sequence[B], options: CutOptions | None = None
+) -> list[tuple[str, list[B]]]:
+    """``reading_regions`` with each region's role: ``HEADER``, ``BODY`` or ``FOOTER``."""
     if not boxes:
         return []
     options = options or CutOptions()
     height = median(b.text_height for b in boxes)
     header, body, footer = _furniture(list(boxes), height, options)
-    regions = _cut(body, height, options) if body else []
-    return [r for r in ([header] if header else []) + regions + ([footer] if footer else [])]
+    regions = [(BODY, region) for region in _cut(body, height, options)] if body else []
+    head = [(HEADER, header)] if header else []
+    return head + regions + ([(FOOTER, footer)] if footer else [])
 
 
 def _furniture(

@@ -6,11 +6,14 @@ from collections.abc import Iterator, Mapping
 
 from ocrflow.config import RunConfig
 from ocrflow.dataset_writeback import write_back_datasets
+from ocrflow.errors import ConfigError
 from ocrflow.executors.worker import WorkerOptions, work
+from ocrflow.input_changes import refresh_changed
 from ocrflow.metrics import Metrics
 from ocrflow.names import unique_names
 from ocrflow.pipeline import Progress
 from ocrflow.runstats import RunStats
+from ocrflow.skips import Skipped, save_skipped
 from ocrflow.sources import Source, expand_inputs
 from ocrflow.storage import open_store
 from ocrflow.workitems import Manifest, document_items
@@ -25,20 +28,52 @@ def plan_jobs(
     return unique_names(sources, known)
 
 
-def plan_run(config: RunConfig, sources: list[Source] | None = None) -> tuple[Workspace, int]:
+class TooManyDocuments(ConfigError):
+    """The inputs name more documents than the caller allows (nothing was planned)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the inputs name more than {limit} documents")
+        self.limit = limit
+
+
+def plan_run(
+    config: RunConfig,
+    sources: list[Source] | None = None,
+    *,
+    max_documents: int | None = None,
+    skipped: Skipped | None = None,
+) -> tuple[Workspace, int]:
     """Bind the workspace to ``config`` and add the inputs' items to its manifest.
 
     Returns the workspace and the number of document items the inputs name. Sources an
-    earlier run planned keep their names, and new names avoid theirs.
+    earlier run planned keep their names, and new names avoid theirs. ``max_documents``:
+    ``TooManyDocuments`` when the inputs name more; expanding stops right past the cap and
+    nothing is written (a dataset of a million rows is not read to the end). What the
+    inputs' walks left out (``skipped``, counted here when the sources are expanded here)
+    is recorded for ``ocrflow status``.
     """
+    if sources is None:
+        limit = max_documents + 1 if max_documents else None
+        skipped = skipped if skipped is not None else Skipped()
+        sources = expand_inputs(
+            config.inputs,
+            exclude=[config.output],
+            options=config.input,
+            limit=limit,
+            skipped=skipped,
+        )
+    if max_documents and len(sources) > max_documents:
+        raise TooManyDocuments(max_documents)
     workspace = Workspace(open_store(config.output))
     fingerprint = workspace.bind(config)
-    if sources is None:
-        sources = expand_inputs(config.inputs, exclude=[config.output], options=config.input)
+    if skipped is not None:
+        save_skipped(workspace.store, skipped)
     manifest = Manifest(workspace.store)
-    known = {item.uri: item.rel for item in manifest.items()}
+    recorded = manifest.items()
+    known = {item.uri: item.rel for item in recorded}
     items = document_items(plan_jobs(sources, known), fingerprint)
     manifest.extend(items)
+    refresh_changed(workspace, items, fingerprint, recorded)  # changed sources: redone
     return workspace, len(items)
 
 
@@ -49,11 +84,15 @@ async def run_local(
     progress: Progress | None = None,
     worker: WorkerOptions | None = None,
     metrics: Metrics | None = None,
+    skipped: Skipped | None = None,
 ) -> RunStats:
     """Convert every input of ``config`` into ``config.output``; resumable, and safe to run
-    beside other workers on the same output."""
-    workspace, _ = plan_run(config, sources)
+    beside other workers on the same output. ``skipped``: what expanding ``sources`` left
+    out, recorded and reported with the run's figures."""
+    skipped = skipped if skipped is not None else Skipped()
+    workspace, _ = plan_run(config, sources, skipped=skipped)
     stats = await work(config, workspace, options=worker, progress=progress, metrics=metrics)
+    stats.files_skipped = skipped
     # Dataset inputs with ``--format parquet``: the input rows again, with their Markdown.
     await store_call(write_back_datasets, config, workspace)
     return stats

@@ -12,13 +12,15 @@ from typing import Any
 from pydantic import SecretStr
 from rich.console import Console
 
-from ocrflow.config import RunConfig, ScaleOptions
+from ocrflow.config import RenderOptions, RunConfig, ScaleOptions
 from ocrflow.errors import ConfigError
+from ocrflow.executors.interrupts import active_interrupts
 from ocrflow.executors.local import run_local
 from ocrflow.executors.worker import WorkerOptions, work
 from ocrflow.metrics import Metrics
 from ocrflow.progress import BarProgress, LogProgress
 from ocrflow.runstats import RunStats
+from ocrflow.skips import Skipped
 from ocrflow.storage import open_store
 from ocrflow.workitems import Manifest
 from ocrflow.workspace import Workspace
@@ -36,6 +38,10 @@ class Plan:
     ray_workers: int = 2
     #: Prometheus metrics the run reports to (``--metrics-port``); local executor only.
     metrics: Metrics | None = None
+    #: Seconds between progress lines when stderr is not a terminal (0: none).
+    progress_interval_s: float = 10.0
+    #: What expanding ``sources`` left out (recorded and reported with the run).
+    skipped: Skipped | None = None
 
 
 def worker_options(
@@ -62,19 +68,21 @@ def rejoined(
     servers: Sequence[str] = (),
     workers: int | None = None,
     lease_ttl: float | None = None,
+    render: dict[str, Any] | None = None,
 ) -> RunConfig:
     """The recorded config of a run, with what this command was given: secrets (never
-    recorded), the output as this process reaches it, and per-process overrides."""
+    recorded), the output as this process reaches it, and per-process overrides
+    (``render``: render limits raised for ``ocrflow retry``)."""
     engine: dict[str, Any] = {"servers": tuple(servers)} if servers else {}
     if api_key:
         engine["api_key"] = SecretStr(api_key)
-    render = {"workers": workers} if workers else {}
+    render = {**(render or {}), **({"workers": workers} if workers else {})}
     scale = {"lease_ttl_s": lease_ttl} if lease_ttl is not None else {}
     return config.model_copy(
         update={
             "passwords": tuple(SecretStr(p) for p in passwords),
             "engine": config.engine.model_copy(update=engine),
-            "render": config.render.model_copy(update=render),
+            "render": RenderOptions.model_validate(config.render.model_dump() | render),
             "scale": ScaleOptions.model_validate(config.scale.model_dump() | scale),
             "output": output,
         }
@@ -107,7 +115,8 @@ def execute_plan(plan: Plan, *, quiet: bool) -> RunStats:
     if console.is_terminal:
         with BarProgress(total, console) as bar:
             return run_until_signal(_execute(plan, bar))
-    return run_until_signal(_execute(plan, LogProgress(total)))
+    with LogProgress(total, interval_s=plan.progress_interval_s) as log_lines:
+        return run_until_signal(_execute(plan, log_lines))
 
 
 async def _execute(plan: Plan, progress: Any) -> RunStats:
@@ -118,6 +127,7 @@ async def _execute(plan: Plan, progress: Any) -> RunStats:
             progress=progress,
             worker=plan.worker,
             metrics=plan.metrics,
+            skipped=plan.skipped,
         )
     workspace = Workspace(open_store(plan.config.output))
     return await work(
@@ -130,12 +140,19 @@ def _planned(config: RunConfig) -> int:
 
 
 def run_until_signal(work: Coroutine[Any, Any, RunStats]) -> RunStats:
-    """Run ``work``; SIGTERM cancels it like Ctrl-C does, so every child is stopped."""
+    """Run ``work``; SIGTERM cancels it like Ctrl-C does, so every child is stopped. Under
+    ``Interrupts`` (``ocrflow run``, ``worker``, ``retry``), a signal cancels it and the
+    process ends at once if it has not stopped within a few seconds."""
 
     async def main() -> RunStats:
         task = asyncio.current_task()
         assert task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        return await work
+        loop = asyncio.get_running_loop()
+        interrupts = active_interrupts()
+        if interrupts is None:
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+            return await work
+        with interrupts.cancelling(loop, task):
+            return await work
 
     return asyncio.run(main())

@@ -17,7 +17,6 @@ import functools
 import logging
 import random
 import time
-import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from ocrflow.engines.session import EngineSession, open_engine
 from ocrflow.errors import SourceError
 from ocrflow.leases import Lease, LeaseLost, LeaseManager, new_owner
 from ocrflow.metrics import Metrics
+from ocrflow.names import local_path
 from ocrflow.pipeline import (
     CHUNK_PAGES,
     DocumentJob,
@@ -184,9 +184,9 @@ async def work(
     starting and opening new ones (a job service's slot works in many short calls)."""
     options = options or WorkerOptions()
     lent = lent or Lent()
-    stats = RunStats()
     owner = options.resolved_owner()
-    run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    stats = RunStats(worker=owner)
+    run_id = stats.run_id
     fingerprint = workspace.bind(config)
     pool = lent.pool or RenderPool(
         config.render.workers,
@@ -294,7 +294,7 @@ class ItemLoop:
         self._wake = asyncio.Event()
         self._rng = random.Random(owner)
         # Dataset rows are read through one forward cursor per dataset (see dataset_source).
-        self.rows = RowFetcher(pipeline.config.input.dataset_column)
+        self.rows = RowFetcher(pipeline.config.input.dataset_column, pipeline.config.input.access)
 
     def pending(self) -> list[WorkItem]:
         """Items of this worker's shard not done yet, in a worker-specific order so that
@@ -411,10 +411,15 @@ class ItemLoop:
 
     async def _process(self, item: WorkItem, lease: Lease) -> None:
         with contextlib.ExitStack() as copies:
-            path = await asyncio.to_thread(_local_file, copies, item.uri, self.rows)
+            path, failure = await asyncio.to_thread(_local_file, copies, item.uri, self.rows)
             digest = await asyncio.to_thread(_hash_or_empty, path)
             doc_id = item.doc_id or document_id(digest, self.fingerprint, item.rel)
-            job = DocumentJob(item.source, item.rel, doc_id, digest, path)
+            # Not readable now (refused by the access policy, too large, gone): the source
+            # carries the reason as its kind and the document fails unopened.
+            source = (
+                item.source if failure is None else dataclasses.replace(item.source, kind=failure)
+            )
+            job = DocumentJob(source, item.rel, doc_id, digest, path)
             try:
                 if item.is_range:
                     await self._process_range(item, job, lease)
@@ -493,16 +498,18 @@ def _document_slots(config: RunConfig) -> int:
     return max(4, config.render.workers * 2, page_budget(config) // CHUNK_PAGES)
 
 
-def _local_file(copies: contextlib.ExitStack, uri: str, rows: RowFetcher) -> str:
+def _local_file(copies: contextlib.ExitStack, uri: str, rows: RowFetcher) -> tuple[str, str | None]:
+    """A local path holding the item's bytes and ``None``; or ``""`` and why it cannot be
+    read (nothing of it is read then, not even hashed: a device or FIFO never ends)."""
     try:
-        return copies.enter_context(rows.local_copy(uri))
-    except SourceError:
-        return uri  # unreadable: hashing and probing report it
+        return copies.enter_context(rows.local_copy(local_path(uri))), None
+    except SourceError as exc:
+        return "", str(exc.reason)
 
 
 def _hash_or_empty(path: str) -> str:
     try:
-        return content_hash(path)
+        return content_hash(path)  # bounded: a regular file, read up to its size
     except OSError:
         return "unreadable"
 

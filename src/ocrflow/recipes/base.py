@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ocrflow.types import EngineReply, PageImage, PageRequest
+from ocrflow.types import Block, EngineReply, PageImage, PageRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,10 @@ class ParsedPage:
     rotation: int = 0
     attributes: dict[str, Any] = field(default_factory=dict)
     figures: tuple[Figure, ...] = ()
+    #: The page's blocks in the order of ``markdown``: grounded regions with their labels
+    #: and boxes (0..1 of the image sent), or the Markdown's structure without boxes. A
+    #: figure block's text holds its figure's placeholder.
+    blocks: tuple[Block, ...] = ()
 
 
 class Recipe(Protocol):

@@ -8,7 +8,9 @@ The reply is a sequence of top-level blocks::
 with boxes on a 0-1024 grid and labels Caption, Footnote, Equation-Block, List-Group,
 Page-Header, Page-Footer, Image, Section-Header, Table, Text, Complex-Block, Code-Block,
 Form, Table-Of-Contents and Figure. Page headers and footers become attributes; Image and
-Figure blocks become figure crops. Prompt and sampling follow the chandra repository.
+Figure blocks become figure crops. Every layout block is also a block of the page
+(``ParsedPage.blocks``: label mapped, box in 0..1, Markdown). Prompt and sampling follow the
+chandra repository.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Any
 
 from ocrflow.recipes.base import ParsedPage
 from ocrflow.recipes.common import attempt_request, reject_loop, require_stop
-from ocrflow.recipes.layout import FigureSet, is_area, parse_box, scale_box
+from ocrflow.recipes.layout import FigureSet, grounded_block, is_area, parse_box, scale_box
 from ocrflow.recipes.markup import (
     TABLES_HTML,
+    ConvertedHtml,
     HtmlBlock,
     check_table_format,
     html_to_markdown,
@@ -32,7 +35,7 @@ from ocrflow.recipes.text import (
     strip_code_fence,
     strip_meta_tokens,
 )
-from ocrflow.types import EngineReply, PageImage, PageRequest
+from ocrflow.types import Block, BlockLabel, EngineReply, PageImage, PageRequest
 
 ALLOWED_TAGS = [
     *("math", "br", "i", "b", "u", "del", "sup", "sub", "table", "tr", "td", "p", "th", "div"),
@@ -89,6 +92,21 @@ Use the following labels:
 
 _FURNITURE = {"Page-Header": "page_header", "Page-Footer": "page_footer"}
 _FIGURES = ("Image", "Figure")
+#: Chandra's labels in the document model's vocabulary (others: text, label kept).
+_BLOCK_LABELS = {
+    "Caption": BlockLabel.CAPTION,
+    "Footnote": BlockLabel.FOOTNOTE,
+    "Equation-Block": BlockLabel.FORMULA,
+    "List-Group": BlockLabel.LIST_ITEM,
+    "Page-Header": BlockLabel.PAGE_HEADER,
+    "Page-Footer": BlockLabel.PAGE_FOOTER,
+    "Image": BlockLabel.FIGURE,
+    "Figure": BlockLabel.FIGURE,
+    "Section-Header": BlockLabel.SECTION_HEADER,
+    "Table": BlockLabel.TABLE,
+    "Text": BlockLabel.TEXT,
+    "Code-Block": BlockLabel.CODE,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,17 +155,42 @@ class ChandraRecipe:
         html = strip_code_fence(strip_meta_tokens(reply.text).strip())
         figures = FigureSet()
         attributes: dict[str, Any] = {}
-        parts = [self._block(block, figures, attributes) for block in split_blocks(html)]
+        parts, blocks = [], []
+        for block in split_blocks(html):
+            part, found = self._block(block, figures, attributes)
+            parts.append(part)
+            if found is not None:
+                blocks.append(found)
         markdown = normalize_whitespace("\n\n".join(part for part in parts if part))
         reject_loop(markdown)
-        return ParsedPage(markdown, 0, attributes | figures.attributes(), tuple(figures.figures))
+        return ParsedPage(
+            markdown,
+            0,
+            attributes | figures.attributes(),
+            tuple(figures.figures),
+            tuple(blocks),
+        )
 
-    def _block(self, block: HtmlBlock, figures: FigureSet, attributes: dict[str, Any]) -> str:
-        """The Markdown of one block (furniture goes to ``attributes``)."""
+    def _block(
+        self, block: HtmlBlock, figures: FigureSet, attributes: dict[str, Any]
+    ) -> tuple[str, Block | None]:
+        """The Markdown of one layout block (furniture goes to ``attributes``) and the
+        page block it is."""
         label = block.attrs.get("data-label", "")
         converted = html_to_markdown(block.inner_html, self.table_format)
+        markdown = self._markdown(block, label, converted, figures)
         if label in _FURNITURE:
             attributes.setdefault(_FURNITURE[label], []).append(converted.markdown)
+        boxes = self._boxes(block)
+        mapped = _BLOCK_LABELS.get(label, BlockLabel.TEXT)
+        text = converted.markdown if label in _FURNITURE else markdown
+        return markdown, grounded_block(mapped, text, boxes, label)
+
+    def _markdown(
+        self, block: HtmlBlock, label: str, converted: ConvertedHtml, figures: FigureSet
+    ) -> str:
+        """The Markdown a block adds to the page."""
+        if label in _FURNITURE:
             return ""
         if label in _FIGURES:
             alt = " ".join(alt for alt in converted.image_alts if alt)
@@ -161,8 +204,14 @@ class ChandraRecipe:
 
     def _figure(self, block: HtmlBlock, label: str, alt: str, figures: FigureSet) -> str:
         """A figure for the block's box; nothing when the box is missing or empty."""
+        boxes = self._boxes(block)
+        if not boxes or not is_area(boxes[0]):
+            return ""
+        return figures.add(boxes[0], label, alt)
+
+    def _boxes(self, block: HtmlBlock) -> list[tuple[float, float, float, float]]:
+        """The block's box scaled to 0..1 (none when it is missing or unreadable)."""
         numbers = parse_box(block.attrs.get("data-bbox", ""))
         if len(numbers) != 4:
-            return ""
-        box = scale_box(numbers, self.bbox_scale, self.bbox_scale)
-        return figures.add(box, label, alt) if is_area(box) else ""
+            return []
+        return [scale_box(numbers, self.bbox_scale, self.bbox_scale)]

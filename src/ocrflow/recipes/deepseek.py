@@ -10,8 +10,10 @@ In ``grounding`` mode the reply is a sequence of regions::
 each followed by its text. Labels seen: ``title``, ``sub_title``, ``text``, ``table``
 (HTML), ``image``, ``image_caption``, ``table_caption``, ``table_footnote``, ``equation``
 (LaTeX), and page furniture such as ``header``/``footer``. ``image`` regions become figure
-crops; boxes on the 0-999 grid become fractions of the page. ``free`` mode answers with
-plain Markdown. Serving settings follow vLLM's DeepSeek-OCR recipe.
+crops; boxes on the 0-999 grid become fractions of the page. Every region is also a block
+of the page (``ParsedPage.blocks``): its label mapped to the document model's, its box, its
+Markdown. ``free`` mode answers with plain Markdown. Serving settings follow vLLM's
+DeepSeek-OCR recipe.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ocrflow.recipes.common import (
     reject_loop,
     require_stop,
 )
-from ocrflow.recipes.layout import FigureSet, is_area, parse_box, scale_box
+from ocrflow.recipes.layout import FigureSet, grounded_block, is_area, parse_box, scale_box
 from ocrflow.recipes.markup import (
     TABLES_HTML,
     check_table_format,
@@ -37,7 +39,7 @@ from ocrflow.recipes.markup import (
     convert_tables,
 )
 from ocrflow.recipes.text import ensure_heading, normalize_whitespace, strip_meta_tokens
-from ocrflow.types import EngineReply, PageImage, PageRequest
+from ocrflow.types import Block, BlockLabel, EngineReply, PageImage, PageRequest
 
 #: Prompt of each mode (the chat template puts the image token before it).
 PROMPTS = MappingProxyType(
@@ -75,6 +77,26 @@ _FURNITURE = {
     "footer": "page_footer",
     "page_footer": "page_footer",
     "page_number": "page_number",
+}
+#: DeepSeek-OCR's labels in the document model's vocabulary (others: text, label kept).
+_BLOCK_LABELS = {
+    "title": BlockLabel.TITLE,
+    "sub_title": BlockLabel.SECTION_HEADER,
+    "table": BlockLabel.TABLE,
+    "image": BlockLabel.FIGURE,
+    "image_caption": BlockLabel.CAPTION,
+    "table_caption": BlockLabel.CAPTION,
+    "caption": BlockLabel.CAPTION,
+    "table_footnote": BlockLabel.FOOTNOTE,
+    "footnote": BlockLabel.FOOTNOTE,
+    "equation": BlockLabel.FORMULA,
+    "formula": BlockLabel.FORMULA,
+    "code": BlockLabel.CODE,
+    "list": BlockLabel.LIST_ITEM,
+    "header": BlockLabel.PAGE_HEADER,
+    "page_header": BlockLabel.PAGE_HEADER,
+    "footer": BlockLabel.PAGE_FOOTER,
+    "page_footer": BlockLabel.PAGE_FOOTER,
 }
 
 
@@ -124,13 +146,22 @@ class DeepseekRecipe:
         require_stop(reply)
         figures = FigureSet()
         attributes: dict[str, Any] = {}
-        parts = [
-            self._region(label, box, text, figures, attributes)
-            for label, box, text in split_regions(reply.text)
-        ]
+        parts, blocks = [], []
+        for label, box, text in split_regions(reply.text):
+            part = self._region(label, box, text, figures, attributes)
+            parts.append(part)
+            block = region_block(label, box, part or _CENTER.sub("", text))
+            if block is not None:
+                blocks.append(block)
         markdown = normalize_whitespace("\n\n".join(part for part in parts if part))
         reject_loop(markdown)
-        return ParsedPage(markdown, 0, attributes | figures.attributes(), tuple(figures.figures))
+        return ParsedPage(
+            markdown,
+            0,
+            attributes | figures.attributes(),
+            tuple(figures.figures),
+            tuple(blocks),
+        )
 
     def _region(
         self, label: str, box: str, text: str, figures: FigureSet, attributes: dict[str, Any]
@@ -171,6 +202,24 @@ def split_regions(text: str) -> list[tuple[str, str, str]]:
         body = strip_meta_tokens(text[match.end() : end])
         regions.append((match.group(1).strip().lower(), match.group(2), body))
     return regions
+
+
+def region_block(label: str, box_text: str, markdown: str) -> Block | None:
+    """The block of one region: its label mapped (a page number is page furniture at the
+    top or the bottom), the union of its boxes, its Markdown."""
+    boxes = []
+    for box in _BOX.findall(box_text):
+        try:
+            boxes.append(scale_box(parse_box(box), GRID, GRID))
+        except ValueError:
+            continue  # an unreadable box: the block has no box, not no text
+    mapped = _BLOCK_LABELS.get(label, BlockLabel.TEXT)
+    if "<table" in markdown.lower() and mapped is BlockLabel.TEXT:
+        mapped = BlockLabel.TABLE
+    if label == "page_number":
+        low = bool(boxes) and boxes[0][1] > 0.5
+        mapped = BlockLabel.PAGE_FOOTER if low else BlockLabel.PAGE_HEADER
+    return grounded_block(mapped, normalize_whitespace(markdown), boxes, label)
 
 
 def _figures(box_text: str, figures: FigureSet) -> list[str]:

@@ -10,7 +10,9 @@ pixels of the image as the model saw it: the image sent, resized by the Qwen2-VL
 ``smart_resize`` (factor 28). Placing pictures therefore needs the size of the image
 sent: the pipeline records it as ``image_width``/``image_height`` in
 ``EngineReply.attributes`` before calling ``parse``. Page headers and footers become
-attributes, not body text. Prompt and sampling follow the dots.ocr repository.
+attributes, not body text. Every cell is also a block of the page (``ParsedPage.blocks``,
+its box in 0..1 when the image size is known). Prompt and sampling follow the dots.ocr
+repository.
 """
 
 from __future__ import annotations
@@ -28,7 +30,15 @@ from ocrflow.recipes.common import (
     reject_loop,
     require_stop,
 )
-from ocrflow.recipes.layout import FigureSet, is_area, require_image_size, scale_box, smart_resize
+from ocrflow.recipes.layout import (
+    FigureSet,
+    grounded_block,
+    is_area,
+    reply_image_size,
+    require_image_size,
+    scale_box,
+    smart_resize,
+)
 from ocrflow.recipes.markup import TABLES_HTML, check_table_format, convert_tables
 from ocrflow.recipes.text import (
     ensure_heading,
@@ -36,7 +46,7 @@ from ocrflow.recipes.text import (
     strip_code_fence,
     strip_meta_tokens,
 )
-from ocrflow.types import EngineReply, PageImage, PageRequest
+from ocrflow.types import Block, BlockLabel, EngineReply, PageImage, PageRequest
 
 #: dots.ocr's ``prompt_layout_all_en``, word for word (the model was trained on it).
 LAYOUT_PROMPT = """Please output the layout information from the PDF image, including each \
@@ -69,6 +79,20 @@ MIN_PIXELS = 3136
 MAX_PIXELS = 11289600
 
 _FURNITURE = {"Page-header": "page_header", "Page-footer": "page_footer"}
+#: dots.ocr's categories in the document model's vocabulary.
+_BLOCK_LABELS = {
+    "Caption": BlockLabel.CAPTION,
+    "Footnote": BlockLabel.FOOTNOTE,
+    "Formula": BlockLabel.FORMULA,
+    "List-item": BlockLabel.LIST_ITEM,
+    "Page-footer": BlockLabel.PAGE_FOOTER,
+    "Page-header": BlockLabel.PAGE_HEADER,
+    "Picture": BlockLabel.FIGURE,
+    "Section-header": BlockLabel.SECTION_HEADER,
+    "Table": BlockLabel.TABLE,
+    "Text": BlockLabel.TEXT,
+    "Title": BlockLabel.TITLE,
+}
 _SPACES = re.compile(r"\s+")
 _DISPLAY_MATH = re.compile(r"\A(?:\$\$(.*)\$\$|\\\[(.*)\\\])\Z", re.S)
 
@@ -111,13 +135,19 @@ class DotsRecipe:
         require_stop(reply)
         figures = FigureSet()
         attributes: dict[str, Any] = {}
-        parts = [
-            (cell["category"], self._cell(cell, reply, figures, attributes))
-            for cell in load_cells(reply.text)
-        ]
+        cells = load_cells(reply.text)
+        parts = [(cell["category"], self._cell(cell, reply, figures, attributes)) for cell in cells]
         markdown = normalize_whitespace(_join([part for part in parts if part[1]]))
         reject_loop(markdown)
-        return ParsedPage(markdown, 0, attributes | figures.attributes(), tuple(figures.figures))
+        grid = _grid(reply)
+        blocks = (cell_block(c, part, grid) for c, (_, part) in zip(cells, parts, strict=True))
+        return ParsedPage(
+            markdown,
+            0,
+            attributes | figures.attributes(),
+            tuple(figures.figures),
+            tuple(block for block in blocks if block is not None),
+        )
 
     def _cell(
         self, cell: dict[str, Any], reply: EngineReply, figures: FigureSet, attrs: dict[str, Any]
@@ -149,6 +179,25 @@ def _join(parts: list[tuple[str, str]]) -> str:
             pieces.append("\n" if same_list else "\n\n")
         pieces.append(markdown)
     return "".join(pieces)
+
+
+def _grid(reply: EngineReply) -> tuple[int, int] | None:
+    """The pixel size the model's boxes are in (the resized image), if known."""
+    size = reply_image_size(reply)
+    return smart_resize(*size, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS) if size else None
+
+
+def cell_block(cell: dict[str, Any], markdown: str, grid: tuple[int, int] | None) -> Block | None:
+    """The block of one cell: its category mapped, its box in 0..1 (none without ``grid``
+    or with a bad box), its Markdown (its raw text for page furniture)."""
+    category = cell["category"]
+    text = markdown or (str(cell.get("text") or "") if category in _FURNITURE else "")
+    bbox = cell.get("bbox")
+    numeric = isinstance(bbox, list) and len(bbox) == 4
+    numeric = numeric and all(isinstance(v, int | float) for v in bbox)  # type: ignore[union-attr]
+    boxes = [scale_box([float(v) for v in bbox], *grid)] if grid and numeric else []
+    label = _BLOCK_LABELS.get(category, BlockLabel.TEXT)
+    return grounded_block(label, normalize_whitespace(text), boxes, category)
 
 
 def load_cells(text: str) -> list[dict[str, Any]]:

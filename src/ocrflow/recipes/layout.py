@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ocrflow.document import blocks_from_markdown
 from ocrflow.errors import ConfigError
 from ocrflow.recipes.base import Figure
-from ocrflow.types import EngineReply
+from ocrflow.types import Block, BlockLabel, EngineReply, union_box, unit_box
 
 Box = tuple[float, float, float, float]
 
@@ -92,6 +93,42 @@ def smart_resize(
         w = math.ceil(width * beta / factor) * factor
         h = math.ceil(height * beta / factor) * factor
     return w, h
+
+
+def grounded_block(
+    label: BlockLabel, text: str, boxes: Sequence[Box], source_label: str = ""
+) -> Block | None:
+    """A block of a grounded reply: its text (Markdown), the union of its boxes (scaled
+    to 0..1; none: no box) and the model's own label; ``None`` for a block without text,
+    unless it is a figure or page furniture (a figure's text is its placeholders)."""
+    text = text.strip()
+    if not text and label not in _KEPT_EMPTY:
+        return None
+    areas = [unit_box(box, 1.0, 1.0) for box in boxes if is_area(box)]
+    source = source_label if source_label and source_label != label else None
+    return Block(label, text, union_box(areas), source_label=source)
+
+
+_KEPT_EMPTY = frozenset((BlockLabel.FIGURE, BlockLabel.PAGE_HEADER, BlockLabel.PAGE_FOOTER))
+
+
+def markdown_blocks(markdown: str, figures: Sequence[Figure] = ()) -> tuple[Block, ...]:
+    """Blocks of a Markdown-only reply (``document.blocks_from_markdown``); a figure block
+    holding a figure's placeholder gets the figure's box."""
+    blocks = blocks_from_markdown(markdown)
+    if not figures:
+        return blocks
+    boxes = {figure.placeholder: figure.bbox for figure in figures if figure.placeholder}
+    return tuple(_with_figure_box(block, boxes) for block in blocks)
+
+
+def _with_figure_box(block: Block, boxes: dict[str, Box]) -> Block:
+    if block.label is not BlockLabel.FIGURE:
+        return block
+    found = [box for placeholder, box in boxes.items() if placeholder in block.text]
+    if not found:
+        return block
+    return Block(block.label, block.text, union_box(unit_box(b, 1.0, 1.0) for b in found))
 
 
 def reply_image_size(reply: EngineReply) -> tuple[int, int] | None:

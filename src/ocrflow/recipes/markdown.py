@@ -16,6 +16,7 @@ from typing import Any
 
 from ocrflow.recipes.base import ParsedPage
 from ocrflow.recipes.common import attempt_request, reject_loop, require_stop
+from ocrflow.recipes.layout import markdown_blocks
 from ocrflow.recipes.markup import TABLES_HTML, check_table_format, convert_tables
 from ocrflow.recipes.text import normalize_whitespace, strip_code_fence, strip_meta_tokens
 from ocrflow.types import EngineReply, PageImage, PageRequest
@@ -81,7 +82,7 @@ class MarkdownRecipe:
         text, attributes = _take_furniture(text)
         markdown = normalize_whitespace(convert_tables(text, self.table_format))
         reject_loop(markdown)
-        return ParsedPage(markdown, 0, attributes)
+        return ParsedPage(markdown, 0, attributes, blocks=markdown_blocks(markdown))
 
 
 def _take_furniture(text: str) -> tuple[str, dict[str, Any]]:

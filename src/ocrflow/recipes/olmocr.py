@@ -30,7 +30,14 @@ from ocrflow.recipes.common import (
     reject_loop,
     require_stop,
 )
-from ocrflow.recipes.layout import FigureSet, is_area, reply_image_size, scale_box, smart_resize
+from ocrflow.recipes.layout import (
+    FigureSet,
+    is_area,
+    markdown_blocks,
+    reply_image_size,
+    scale_box,
+    smart_resize,
+)
 from ocrflow.recipes.markup import TABLES_HTML, check_table_format, convert_tables
 from ocrflow.recipes.text import normalize_whitespace
 from ocrflow.types import EngineReply, PageImage, PageRequest
@@ -126,7 +133,13 @@ class OlmocrRecipe:
         if self.extract_figures:
             body = _extract_figures(body, reply, figures)
         attributes |= figures.attributes()
-        return ParsedPage(body, _rotation(attributes), attributes, tuple(figures.figures))
+        return ParsedPage(
+            body,
+            _rotation(attributes),
+            attributes,
+            tuple(figures.figures),
+            markdown_blocks(body, figures.figures),
+        )
 
 
 def split_front_matter(text: str) -> tuple[str, str]:

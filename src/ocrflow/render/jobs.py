@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from PIL import Image
 
@@ -14,7 +14,9 @@ from ocrflow.render.blank import is_blank_image
 from ocrflow.render.pdf import open_pdf, page_count, render_pdf_page
 from ocrflow.render.raster import frame_count, open_image, render_frame
 from ocrflow.render.textlayer import extract_text_layer, score_text_layer
-from ocrflow.types import PageImage, Reason
+from ocrflow.types import Block, PageImage, Reason
+
+OUT_OF_MEMORY = "the page needs more memory than a render process may use (--render-memory)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,8 @@ class RenderedPage:
     error: str | None = None
     elapsed_s: float = 0.0
     attributes: dict[str, object] = field(default_factory=dict)
+    #: The text layer's blocks (paragraphs with their lines' boxes), beside ``text``.
+    text_blocks: tuple[Block, ...] = ()
 
 
 def probe_document(job: ProbeJob) -> DocumentProbe:
@@ -127,6 +131,8 @@ def _one_pdf_page(pdf: object, number: int, job: PageJob, rotation: int) -> Rend
         return _route_pdf_page(page, number, job, rotation, started)
     except RenderError as exc:
         return RenderedPage(number, reason=exc.reason, error=str(exc))
+    except MemoryError:  # over the render process's cap: a bomb, or a cap to raise
+        return RenderedPage(number, reason=Reason.TOO_LARGE, error=OUT_OF_MEMORY)
     except Exception as exc:
         return RenderedPage(
             number, reason=Reason.RENDER_ERROR, error=f"{type(exc).__name__}: {exc}"
@@ -141,7 +147,8 @@ def _route_pdf_page(
     spec = job.spec
     # The text layer is read even with --text-layer off (about 2 ms a page): a good one is
     # the fallback when the engine cannot read the page.
-    text, ok, score, reasons = _read_text_layer(page, required=spec.text_layer == "only")
+    layer = _read_text_layer(page, required=spec.text_layer == "only")
+    text, ok, score, reasons, blocks = layer
     use_text = spec.text_layer == "only" or (spec.text_layer == "auto" and ok)
     if use_text and not job.force_image and not rotation:
         return RenderedPage(
@@ -151,6 +158,7 @@ def _route_pdf_page(
             text_score=score,
             text_reasons=reasons,
             elapsed_s=time.perf_counter() - started,
+            text_blocks=blocks,
         )
     image = render_pdf_page(
         page,  # type: ignore[arg-type]
@@ -159,23 +167,25 @@ def _route_pdf_page(
         max_pixels=spec.max_pixels,
         rotation=rotation,
     )
-    return _finish_image(
+    finished = _finish_image(
         number, image, spec, started, text=text, ok=ok, score=score, reasons=reasons
     )
+    return replace(finished, text_blocks=blocks) if finished.text else finished
 
 
 def _read_text_layer(
     page: object, *, required: bool
-) -> tuple[str | None, bool, float | None, tuple[str, ...]]:
-    """The text layer and its verdict; an unreadable layer is "no layer" unless required."""
+) -> tuple[str | None, bool, float | None, tuple[str, ...], tuple[Block, ...]]:
+    """The text layer, its verdict and its blocks; an unreadable layer is "no layer"
+    unless required."""
     try:
         layer = extract_text_layer(page)  # type: ignore[arg-type]
     except RenderError:
         if required:
             raise
-        return None, False, None, ("unreadable_text_layer",)
+        return None, False, None, ("unreadable_text_layer",), ()
     quality = score_text_layer(layer)
-    return layer.text, quality.ok, quality.score, quality.reasons
+    return layer.text, quality.ok, quality.score, quality.reasons, layer.blocks
 
 
 def _render_image_frames(job: PageJob) -> list[RenderedPage]:
@@ -195,6 +205,8 @@ def _one_frame(image: Image.Image, number: int, spec: RenderSpec, rotation: int)
             frame = frame.rotate(-rotation, expand=True)
     except RenderError as exc:
         return RenderedPage(number, reason=exc.reason, error=str(exc))
+    except MemoryError:  # over the render process's cap: a bomb, or a cap to raise
+        return RenderedPage(number, reason=Reason.TOO_LARGE, error=OUT_OF_MEMORY)
     except Exception as exc:
         return RenderedPage(
             number, reason=Reason.RENDER_ERROR, error=f"{type(exc).__name__}: {exc}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import resource
+import signal
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from pebble import ProcessExpired, ProcessPool
@@ -30,6 +31,9 @@ _OPEN_ALLOWANCE_S = 30.0
 def _limit_memory(limit_mb: int) -> None:
     limit = limit_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    # A terminal's Ctrl-C reaches the whole process group: the parent stops the workers
+    # (pool shutdown, or a kill), never a page failing halfway with KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class RenderPool:

@@ -11,7 +11,11 @@ from ocrflow.types import Reason
 
 
 def open_image(path: str, *, max_image_pixels: int) -> Image.Image:
-    """Open an image lazily, refusing decompression bombs before any pixel is decoded."""
+    """Open an image lazily, refusing decompression bombs before any pixel is decoded:
+    over ``max_image_pixels`` (``--max-image-pixels``), not over Pillow's own default."""
+    # Pillow's limit is process-wide; images are opened in render worker processes (and by
+    # the review's pool, with the same default), so setting it here never races.
+    Image.MAX_IMAGE_PIXELS = max_image_pixels
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -27,7 +31,9 @@ def open_image(path: str, *, max_image_pixels: int) -> Image.Image:
     if image.width * image.height > max_image_pixels:
         image.close()
         raise RenderError(
-            f"image is {image.width}x{image.height} px, over the limit", reason=Reason.TOO_LARGE
+            f"image is {image.width}x{image.height} px, over the {max_image_pixels} px limit "
+            "(--max-image-pixels)",
+            reason=Reason.TOO_LARGE,
         )
     return image
 
@@ -35,7 +41,7 @@ def open_image(path: str, *, max_image_pixels: int) -> Image.Image:
 def _classify(exc: Exception) -> RenderError:
     if isinstance(exc, UnidentifiedImageError):
         return RenderError(f"not an image PIL can read: {exc}", reason=Reason.NOT_A_DOCUMENT)
-    return RenderError(f"image too large: {exc}", reason=Reason.TOO_LARGE)
+    return RenderError(f"image too large (--max-image-pixels): {exc}", reason=Reason.TOO_LARGE)
 
 
 def frame_count(image: Image.Image) -> int:

@@ -8,17 +8,20 @@ shared corpus (``bench/bench_textlayer.py``); each says why next to it.
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from ocrflow.errors import RenderError
+from ocrflow.render.fontdeps import font_dependent_chars
+from ocrflow.render.pageobjects import SCAN_COVERAGE, census_objects, hidden_share
+from ocrflow.render.textblocks import LineEnds, Rect, text_blocks
 from ocrflow.render.textstats import TextStats, measure_ocr_noise, measure_text
+from ocrflow.types import Block
 
 # --- policy ------------------------------------------------------------------------------
 
@@ -35,8 +38,6 @@ MIN_SCORE_OCR_LAYER = 0.90
 #: Each percent of noisy tokens (``measure_ocr_noise``) costs this many percent of score:
 #: Tesseract on a clean scan has 0.4% noise, the OmniPage/old-print layers 2.4-27%.
 OCR_NOISE_WEIGHT = 5.0
-#: An image covering this share of the page makes the page a scan (or a picture of one).
-SCAN_COVERAGE = 0.60
 #: This share of the text being invisible (render mode 3/7, or painted under a page-sized
 #: image) makes the layer hidden.
 HIDDEN_SHARE = 0.25
@@ -63,7 +64,8 @@ class TextLayer:
     characters. ``control_chars``: control characters removed (glyphs that a font without a
     Unicode map sends to code points 0-31). ``image_coverage``: share of the page area under
     image objects (0..1). ``hidden_share``: share of the characters a reader cannot see
-    (render mode 3 or 7, or painted before an image covering the page).
+    (render mode 3 or 7, or painted before an image covering the page). ``blocks``: its
+    paragraphs with their lines' boxes (``textblocks.py``).
     """
 
     text: str
@@ -71,6 +73,7 @@ class TextLayer:
     control_chars: int = 0
     image_coverage: float = 0.0
     hidden_share: float = 0.0
+    blocks: tuple[Block, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,236 +158,151 @@ def _score_stats(stats: TextStats) -> tuple[float, list[str]]:
 
 # --- extraction --------------------------------------------------------------------------
 
-#: Pages with more objects are walked at both ends only (scan images and OCR layers sit
-#: first or last); it bounds the cost on vector-heavy pages.
-MAX_OBJECTS_WALKED = 2000
-#: Characters sampled to measure the hidden share.
-HIDDEN_SAMPLES = 96
-_INVISIBLE_MODES = frozenset({3, 7})
-_FORM_DEPTH = 2
 _WHITESPACE = re.compile(r"\s+")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-_Box = tuple[float, float, float, float]
-_Matrix = tuple[float, float, float, float, float, float]
-_IDENTITY: _Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+#: Stands for a character left out until the lines are laid out (a noncharacter: no PDF
+#: text maps to it).
+_LEFT_OUT = "\uffff"
+_LEFT_OUT_RUN = re.compile(" *\uffff[\uffff ]*")
 
 
 def extract_text_layer(page: pdfium.PdfPage) -> TextLayer:
     """Read the native text of ``page`` and the signals ``score_text_layer`` needs.
 
-    Raises ``RenderError`` when pdfium cannot load the page's text.
+    Characters whose extraction depends on the fonts installed on the machine are left out
+    (``fontdeps.py``), so that a page gives the same text layer everywhere. Raises
+    ``RenderError`` when pdfium cannot load the page's text.
     """
-    census = _census_objects(page)
+    census = census_objects(page)
     try:
         textpage = page.get_textpage()
     except pdfium.PdfiumError as exc:
         raise RenderError(f"cannot read the text layer: {exc}") from exc
     try:
-        raw = _read_text(textpage)
-        hidden = _hidden_share(textpage, census) if raw else 0.0
+        left_out = font_dependent_chars(textpage, census)
+        raw, blocks = _read_text(textpage, left_out, page)
+        hidden = hidden_share(textpage, census, left_out) if raw else 0.0
     finally:
         textpage.close()
-    text, controls = _CONTROL.subn("", raw.replace("\ufffe", "").replace("\r", "\n"))
+    text, controls = _CONTROL.subn("", _clean(raw))
     return TextLayer(
         text=text,
         char_count=len(_WHITESPACE.sub("", text)),
         control_chars=controls,
         image_coverage=census.image_coverage,
         hidden_share=hidden,
+        blocks=blocks,
     )
 
 
-def _read_text(textpage: pdfium.PdfTextPage) -> str:
-    """All text of the page, lines joined by "\\n", a blank line at large vertical gaps.
+def _clean(raw: str) -> str:
+    """Hyphenation marks out, carriage returns as newlines (control characters go after)."""
+    return raw.replace("\ufffe", "").replace("\r", "\n")
 
-    pdfium writes U+FFFE where it joined a word hyphenated across lines; the caller drops it.
+
+def _clean_line(line: str) -> str:
+    """What the text's clean-up does to one line (most lines need nothing: checked fast)."""
+    if line.isprintable():
+        return line
+    return _CONTROL.sub("", _clean(line))
+
+
+def _read_text(
+    textpage: pdfium.PdfTextPage,
+    left_out: frozenset[int] = frozenset(),
+    page: pdfium.PdfPage | None = None,
+) -> tuple[str, tuple[Block, ...]]:
+    """All text of the page, lines joined by "\\n", a blank line at large vertical gaps;
+    with ``page``, its blocks too (``textblocks.py``).
+
+    The characters at the indices ``left_out`` are removed, and lines left blank by that
+    with them. pdfium writes U+FFFE where it joined a word hyphenated across lines; the
+    caller drops it.
     """
     if textpage.count_chars() <= 0:
-        return ""
-    lines = textpage.get_text_range().split("\r\n")
-    breaks = _paragraph_breaks(textpage, lines) if len(lines) > 2 else set()
+        return "", ()
+    text = textpage.get_text_range()
+    if left_out:
+        text = _mark_left_out(textpage, text, left_out)
+    lines = text.split("\r\n")
+    line_ends = _line_ends(textpage, lines) if page is not None or len(lines) > 2 else []
+    breaks = _paragraph_breaks(line_ends) if len(lines) > 2 else set()
     ends = ("\n\n" if i in breaks else "\n" for i in range(len(lines)))
-    return "".join(line.rstrip() + end for line, end in zip(lines, ends, strict=True))[:-1]
+    kept = [_drop_left_out(line) for line in lines]
+    joined = "".join(line + end for line, end in zip(kept, ends, strict=True) if line is not None)
+    blocks = text_blocks(page, textpage, kept, breaks, line_ends, _clean_line) if page else ()
+    return (joined[:-1] if joined.endswith("\n") else joined), blocks
 
 
-def _paragraph_breaks(textpage: pdfium.PdfTextPage, lines: list[str]) -> set[int]:
-    """Lines followed by a gap taller than a line, or by a jump up (a new column)."""
-    boxes = _line_boxes(textpage, lines)
-    heights = [top - bottom for _, top, bottom in boxes if top > bottom]
+def _mark_left_out(textpage: pdfium.PdfTextPage, text: str, left_out: frozenset[int]) -> str:
+    """``text`` with the characters of ``left_out`` replaced by a placeholder, in place (the
+    line layout maps text positions to character boxes)."""
+    chars = list(text)
+    for index in left_out:
+        position = pdfium_c.FPDFText_GetTextIndexFromCharIndex(textpage, index)
+        if 0 <= position < len(chars):
+            chars[position] = _LEFT_OUT
+    return "".join(chars)
+
+
+def _drop_left_out(line: str) -> str | None:
+    """The line without placeholders, right-stripped; None when only they made it a line.
+
+    A run of left-out characters becomes one space, as PDFium puts one in the gap such a
+    run leaves where it could not place the characters.
+    """
+    if _LEFT_OUT not in line:
+        return line.rstrip()
+    kept = _LEFT_OUT_RUN.sub(" ", line)
+    if line.lstrip(" ").startswith(_LEFT_OUT):
+        kept = kept.lstrip(" ")
+    return kept.rstrip() if kept.strip() else None
+
+
+def _paragraph_breaks(line_ends: list[LineEnds]) -> set[int]:
+    """Lines followed by a gap taller than a line, or by a jump up (a new column): the gap
+    runs from the bottom of a line's last character to the top of the next one's first."""
+    heights = [first[1] - last[3] for _, first, last, *_ in line_ends if first[1] > last[3]]
     if not heights:
         return set()
     height = statistics.median(heights)
     breaks = set()
-    for (i, _, prev_bottom), (_, next_top, _) in itertools.pairwise(boxes):
-        gap = prev_bottom - next_top
+    for (i, _, prev_last, *_), (_, next_first, *_) in itertools.pairwise(line_ends):
+        gap = prev_last[3] - next_first[1]
         if gap > 0.9 * height or gap < -3.0 * height:
             breaks.add(i)
     return breaks
 
 
-def _line_boxes(textpage: pdfium.PdfTextPage, lines: list[str]) -> list[tuple[int, float, float]]:
-    """(line index, top of its first character, bottom of its last) for non-blank lines.
+def _line_ends(textpage: pdfium.PdfTextPage, lines: list[str]) -> list[LineEnds]:
+    """(line index, loose box of its first visible character, of its last, and their
+    character indices) for non-blank lines: the paragraph breaks come from the boxes, the
+    line boxes (``textblocks.py``) from the characters between.
 
     Loose boxes (font ascent to descent) keep the height steady across letters. pdfium may
     put two printed lines in one text line, hence the last character for the bottom.
     """
     rect = pdfium_c.FS_RECTF()
-    boxes: list[tuple[int, float, float]] = []
+    handle = getattr(textpage, "raw", textpage)  # the bare handle: no conversion a call
+    found: list[LineEnds] = []
     offset = 0
     for i, line in enumerate(lines):
-        first = len(line) - len(line.lstrip())
-        last = len(line.rstrip()) - 1
+        visible = line.replace(_LEFT_OUT, " ")
+        first = len(visible) - len(visible.lstrip())
+        last = len(visible.rstrip()) - 1
         if last >= first:
-            top = _char_box(textpage, offset + first, rect)
-            bottom = _char_box(textpage, offset + last, rect)
-            if top is not None and bottom is not None:
-                boxes.append((i, top[0], bottom[1]))
+            head = _char_box(handle, offset + first, rect)
+            tail = _char_box(handle, offset + last, rect)
+            if head is not None and tail is not None:
+                found.append((i, head[1], tail[1], head[0], tail[0]))
         offset += len(line) + 2
-    return boxes
+    return found
 
 
-def _char_box(
-    textpage: pdfium.PdfTextPage, text_index: int, rect: pdfium_c.FS_RECTF
-) -> tuple[float, float] | None:
-    """(top, bottom) of the loose box of the character at ``text_index``, if it has one."""
-    char = pdfium_c.FPDFText_GetCharIndexFromTextIndex(textpage, text_index)
-    if char < 0 or not pdfium_c.FPDFText_GetLooseCharBox(textpage, char, rect):
+def _char_box(handle: object, text_index: int, rect: pdfium_c.FS_RECTF) -> tuple[int, Rect] | None:
+    """The character index and loose box (left, top, right, bottom) of the character at
+    ``text_index`` of the text page ``handle``, if it has one."""
+    char = pdfium_c.FPDFText_GetCharIndexFromTextIndex(handle, text_index)
+    if char < 0 or not pdfium_c.FPDFText_GetLooseCharBox(handle, char, rect):
         return None
-    return rect.top, rect.bottom
-
-
-# --- page objects ------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Census:
-    """What a walk over the page's objects found, in painting order."""
-
-    page_box: _Box
-    image_area: float = 0.0
-    order: int = 0
-    #: Painting order of the last image covering the page, -1 if none.
-    cover_order: int = -1
-    #: Address -> painting order of every text object, filled only when a cover exists.
-    text_order: dict[int, int] = field(default_factory=dict)
-
-    @property
-    def image_coverage(self) -> float:
-        left, bottom, right, top = self.page_box
-        return min(1.0, self.image_area / max(1e-6, (right - left) * (top - bottom)))
-
-
-def _census_objects(page: pdfium.PdfPage) -> _Census:
-    """Measure image coverage; when an image covers the page, note text painted before it."""
-    left, bottom, right, top = page.get_bbox()
-    census = _Census(page_box=(left, bottom, right, top))
-    _walk_page(page, census, record_text=False)
-    if census.cover_order >= 0:
-        census.order = 0
-        _walk_page(page, census, record_text=True)
-    return census
-
-
-def _walk_page(page: pdfium.PdfPage, census: _Census, *, record_text: bool) -> None:
-    count = pdfium_c.FPDFPage_CountObjects(page)
-    half = MAX_OBJECTS_WALKED // 2
-    indexes = (
-        range(count)
-        if count <= MAX_OBJECTS_WALKED
-        else itertools.chain(range(half), range(count - half, count))
-    )
-    for index in indexes:
-        obj = pdfium_c.FPDFPage_GetObject(page, index)
-        _visit(obj, census, _IDENTITY, 0, record_text)
-
-
-def _visit(obj: object, census: _Census, matrix: _Matrix, depth: int, record_text: bool) -> None:
-    census.order += 1
-    kind = pdfium_c.FPDFPageObj_GetType(obj)
-    if kind == pdfium_c.FPDF_PAGEOBJ_TEXT:
-        if record_text:
-            census.text_order[ctypes.cast(obj, ctypes.c_void_p).value or 0] = census.order
-    elif kind == pdfium_c.FPDF_PAGEOBJ_IMAGE:
-        if not record_text:
-            _add_image(obj, census, matrix)
-    elif kind == pdfium_c.FPDF_PAGEOBJ_FORM and depth < _FORM_DEPTH:
-        inner = _compose(_object_matrix(obj), matrix)
-        for index in range(pdfium_c.FPDFFormObj_CountObjects(obj)):
-            child = pdfium_c.FPDFFormObj_GetObject(obj, index)
-            _visit(child, census, inner, depth + 1, record_text)
-
-
-def _add_image(obj: object, census: _Census, matrix: _Matrix) -> None:
-    """Add the image's area on the page; remember it when it covers the page."""
-    left, bottom, right, top = (ctypes.c_float() for _ in range(4))
-    if not pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
-        return
-    box = _transform_box((left.value, bottom.value, right.value, top.value), matrix)
-    area = _clipped_area(box, census.page_box)
-    census.image_area += area
-    page_left, page_bottom, page_right, page_top = census.page_box
-    if area >= SCAN_COVERAGE * (page_right - page_left) * (page_top - page_bottom):
-        census.cover_order = census.order
-
-
-def _hidden_share(textpage: pdfium.PdfTextPage, census: _Census) -> float:
-    """Share of sampled letters and digits that are invisible or under a covering image.
-
-    Punctuation is left out: drawing programs paint dot leaders and rules as invisible text.
-    """
-    count = textpage.count_chars()
-    step = max(1, count // HIDDEN_SAMPLES)
-    seen = hidden = 0
-    for index in range(0, count, step):
-        obj = pdfium_c.FPDFText_GetTextObject(textpage, index)
-        if not obj or not _is_alphanumeric(pdfium_c.FPDFText_GetUnicode(textpage, index)):
-            continue  # generated spaces and line breaks have no object
-        seen += 1
-        order = census.text_order.get(ctypes.cast(obj, ctypes.c_void_p).value or 0, -1)
-        if pdfium_c.FPDFTextObj_GetTextRenderMode(obj) in _INVISIBLE_MODES or (
-            0 <= order < census.cover_order
-        ):
-            hidden += 1
-    return hidden / seen if seen else 0.0
-
-
-def _is_alphanumeric(code: int) -> bool:
-    return code < 0x110000 and chr(code).isalnum()
-
-
-def _object_matrix(obj: object) -> _Matrix:
-    matrix = pdfium_c.FS_MATRIX()
-    if not pdfium_c.FPDFPageObj_GetMatrix(obj, matrix):
-        return _IDENTITY
-    return (matrix.a, matrix.b, matrix.c, matrix.d, matrix.e, matrix.f)
-
-
-def _compose(inner: _Matrix, outer: _Matrix) -> _Matrix:
-    """The matrix applying ``inner`` then ``outer`` (PDF row-vector convention)."""
-    a, b, c, d, e, f = inner
-    a2, b2, c2, d2, e2, f2 = outer
-    return (
-        a * a2 + b * c2,
-        a * b2 + b * d2,
-        c * a2 + d * c2,
-        c * b2 + d * d2,
-        e * a2 + f * c2 + e2,
-        e * b2 + f * d2 + f2,
-    )
-
-
-def _transform_box(box: _Box, matrix: _Matrix) -> _Box:
-    if matrix == _IDENTITY:
-        return box
-    a, b, c, d, e, f = matrix
-    corners = [(x, y) for x in (box[0], box[2]) for y in (box[1], box[3])]
-    xs = [a * x + c * y + e for x, y in corners]
-    ys = [b * x + d * y + f for x, y in corners]
-    return min(xs), min(ys), max(xs), max(ys)
-
-
-def _clipped_area(box: _Box, page: _Box) -> float:
-    width = min(box[2], page[2]) - max(box[0], page[0])
-    height = min(box[3], page[3]) - max(box[1], page[1])
-    return max(0.0, width) * max(0.0, height)
+    return char, (rect.left, rect.top, rect.right, rect.bottom)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ocrflow.errors import ConfigError
+from ocrflow.names import local_path
 from ocrflow.records import DoneRecord, PageSummary
 from ocrflow.review.imagepool import ImagePool
 from ocrflow.review.images import PageImageFile, PageImageJob
@@ -122,9 +123,11 @@ def _prepare(dest: Path) -> None:
 
 def local_source(source: str) -> str | None:
     """The local path of a document's source, or ``None`` for URLs and dataset rows."""
+    if "#row=" in source:
+        return None
     if source.startswith("file://"):
-        return source.removeprefix("file://")
-    if "://" in source or "#row=" in source:
+        return local_path(source)  # a name that is not UTF-8, percent-encoded
+    if "://" in source:
         return None
     return source
 

@@ -16,17 +16,22 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from . import apidocs
 from .auth import TokenSet
 from .background import Background
+from .guards import ServiceGuards
 from .jobs import JobStore, job_view
 from .layout import JOB_ID, JobDir, JobMeta, new_job_id
 from .options import OptionError
+from .quotas import QuotaExceeded, Quotas
 from .requests import RequestLimits, read_job_request
 from .scheduler import SchedulerSettings
 from .uploads import UploadError
 
 log = logging.getLogger("ocrflow.service")
 CHUNK = 1 << 16
+#: The largest ``offset`` of ``GET /v1/jobs`` (SQLite and PostgreSQL take 64-bit integers).
+MAX_OFFSET = 1 << 40
 #: Optional modules whose ``router`` is included when present (the web page, metrics).
 OPTIONAL_ROUTERS = ("ocrflow.service.web", "ocrflow.service.metrics")
 
@@ -68,6 +73,12 @@ class Service:
     tokens: TokenSet
     limits: RequestLimits
     scheduler: SchedulerSettings
+    #: Admission per token (``ServiceSettings.quotas``); made from the job store if omitted.
+    quotas: Quotas | None = None
+
+    def __post_init__(self) -> None:
+        if self.quotas is None:
+            self.quotas = Quotas(self.jobs.db, self.jobs.settings.quotas)
 
 
 def create_app(service: Service) -> FastAPI:
@@ -82,11 +93,24 @@ def create_app(service: Service) -> FastAPI:
         finally:
             await run_in_threadpool(background.stop)
 
-    app = FastAPI(title="ocrflow", summary="Documents to Markdown and JSONL", lifespan=lifespan)
+    app = FastAPI(
+        title="ocrflow",
+        summary="Documents to Markdown and JSONL",
+        lifespan=lifespan,
+        docs_url=None,  # served from the package instead (``apidocs``): no CDN
+        redoc_url=None,
+    )
     app.state.service = service
     _add_routes(app)
+    app.include_router(apidocs.router)
     include_optional_routers(app)
     return app
+
+
+def guarded_app(service: Service) -> ServiceGuards:
+    """The application inside its guards (security headers, Host/Origin checks without
+    tokens, client disconnects logged as one line): what ``ocrflow serve`` runs."""
+    return ServiceGuards(create_app(service), open_access=not service.tokens.enabled)
 
 
 def include_optional_routers(app: FastAPI) -> None:
@@ -147,7 +171,12 @@ def _add_routes(app: FastAPI) -> None:
             earlier = await run_in_threadpool(service.jobs.by_key, owner, idempotency_key)
             if earlier is not None:
                 return JSONResponse({"id": earlier.id, "status": earlier.status}, 200)
-        row = await _create(request, service, owner, idempotency_key)
+        assert service.quotas is not None
+        try:
+            async with service.quotas.admitted(owner):
+                row = await _create(request, service, owner, idempotency_key)
+        except QuotaExceeded as exc:
+            raise HTTPException(exc.status, str(exc), exc.headers()) from None
         return JSONResponse({"id": row.id, "status": row.status}, 201)
 
     @app.get("/v1/jobs", tags=["jobs"])
@@ -156,7 +185,8 @@ def _add_routes(app: FastAPI) -> None:
         owner: Owner,
         status: Literal["queued", "running", "done", "failed", "cancelled"] | None = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        # Bounded: a larger offset than any database integer would be a 500, not an answer.
+        offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     ) -> dict[str, Any]:
         """The caller's jobs, newest first; ``next`` is the offset of the next page."""
         rows = _service(request).jobs.page(owner, status, limit + 1, offset)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
+
+from ocrflow.access import AccessRefused, parse_url
 
 from .options import OptionError
 
@@ -21,12 +22,17 @@ def check_callback(url: str | None, allowed_hosts: tuple[str, ...]) -> str | Non
     """``url`` when it is http(s) to an allowed host; ``OptionError`` otherwise."""
     if not url:
         return None
-    parts = urlsplit(url)
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
+    try:
+        # Parsed as the URI policy parses (no user info, control characters, backslashes
+        # or oddly encoded paths): what we compare is what httpx will connect to.
+        parts = parse_url(url)
+    except AccessRefused as exc:
+        raise OptionError(f"invalid option 'callback_url': {exc}") from None
+    if parts.scheme not in {"http", "https"} or not parts.host:
         raise OptionError("invalid option 'callback_url': give an http(s) URL")
-    if parts.hostname.lower() not in {h.lower() for h in allowed_hosts}:
+    if parts.host not in {h.lower() for h in allowed_hosts}:
         raise OptionError(
-            f"invalid option 'callback_url': host {parts.hostname!r} is not allowed "
+            f"invalid option 'callback_url': host {parts.host!r} is not allowed "
             "(ocrflow serve --allow-callback-host)"
         )
     return url

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,18 +13,26 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from ocrflow.config import EngineOptions, RenderOptions, RunConfig, ScaleOptions
+from ocrflow.config import (
+    EngineOptions,
+    OutputOptions,
+    RenderOptions,
+    RunConfig,
+    ScaleOptions,
+)
 from ocrflow.errors import OcrflowError
 from ocrflow.metrics import Metrics
 
-from .auth import TokenSet, check_bind
+from .auth import TOKENS_VARIABLE, TokenSet, check_bind
 
 if TYPE_CHECKING:
+    from .connections import ConnectionLimits
     from .jobs import JobStore
     from .requests import RequestLimits
     from .scheduler import SchedulerSettings
 
 ENGINE = "Engine (as ocrflow run)"
+QUOTA = "Quotas (per token; 0: no limit)"
 log = logging.getLogger("ocrflow.service")
 
 
@@ -52,7 +61,17 @@ def serve_command(
         typer.Option(help="Database URL (default: SQLite ROOT/ocrflow.db), e.g. postgresql://…"),
     ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = 8080,
+    header_timeout: Annotated[
+        float, typer.Option(help="Seconds a client may take to send a request's head.", min=1)
+    ] = 10.0,
+    body_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a body may be silent (or under 1 KB/s).", min=1),
+    ] = 20.0,
+    max_connections: Annotated[
+        int, typer.Option(help="Open connections at most (more get 429).", min=1)
+    ] = 1000,
     workers: Annotated[int, typer.Option(help="In-process workers (0: only remote ones).")] = 1,
     token_file: Annotated[
         Path | None, typer.Option(help="API tokens, one a line (also OCRFLOW_API_TOKENS).")
@@ -63,6 +82,12 @@ def serve_command(
     ] = None,
     allow_callback_host: Annotated[
         list[str] | None, typer.Option(help="Host a callback_url may name (repeatable).")
+    ] = None,
+    allow_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A model jobs may choose besides --model (repeatable).", rich_help_panel=ENGINE
+        ),
     ] = None,
     engine: Annotated[
         str, typer.Option(help="embedded, tesseract, openai, vllm.", rich_help_panel=ENGINE)
@@ -76,6 +101,13 @@ def serve_command(
     recipe: Annotated[str | None, typer.Option(rich_help_panel=ENGINE)] = None,
     recipe_option: Annotated[list[str] | None, typer.Option(rich_help_panel=ENGINE)] = None,
     served_model_name: Annotated[str | None, typer.Option(rich_help_panel=ENGINE)] = None,
+    vllm_command: Annotated[
+        str, typer.Option(help="How to run vLLM (--engine vllm).", rich_help_panel=ENGINE)
+    ] = "vllm serve",
+    vllm_arg: Annotated[
+        list[str] | None,
+        typer.Option(help="Extra `vllm serve` flag(s); never from a job.", rich_help_panel=ENGINE),
+    ] = None,
     max_concurrency: Annotated[int | None, typer.Option(rich_help_panel=ENGINE)] = None,
     request_timeout: Annotated[float, typer.Option(rich_help_panel=ENGINE)] = 180.0,
     page_deadline: Annotated[float, typer.Option(rich_help_panel=ENGINE)] = 600.0,
@@ -87,18 +119,89 @@ def serve_command(
     items_in_flight: Annotated[
         int, typer.Option(help="Documents (or page ranges) each worker converts at once.")
     ] = 4,
+    max_queued_jobs: Annotated[
+        int,
+        typer.Option(help="Unfinished jobs per token (more: 429).", min=0, rich_help_panel=QUOTA),
+    ] = 100,
+    max_submissions_per_minute: Annotated[
+        int,
+        typer.Option(
+            help="Jobs a token may submit a minute (more: 429).", min=0, rich_help_panel=QUOTA
+        ),
+    ] = 60,
+    max_documents_per_job: Annotated[
+        int,
+        typer.Option(
+            help="Documents (files, rows) a job may name (more: 413).", min=0, rich_help_panel=QUOTA
+        ),
+    ] = 1000,
+    max_pages_per_job: Annotated[
+        int,
+        typer.Option(
+            help="Pages a job may have (past it the job fails: page_limit).",
+            min=0,
+            rich_help_panel=QUOTA,
+        ),
+    ] = 10_000,
+    max_pages_per_token: Annotated[
+        int,
+        typer.Option(help="Unfinished pages per token (more: 429).", min=0, rich_help_panel=QUOTA),
+    ] = 50_000,
+    max_previews_per_token: Annotated[
+        int,
+        typer.Option(
+            help="Page images a token may have rendering at once (more: 429).",
+            min=1,
+            rich_help_panel=QUOTA,
+        ),
+    ] = 1,
+    preview_workers: Annotated[
+        int, typer.Option(help="Processes rendering page images.", min=1, rich_help_panel=QUOTA)
+    ] = 2,
+    engine_start_attempts: Annotated[
+        int,
+        typer.Option(
+            help="Attempts at opening a job's engine before the job fails.",
+            min=1,
+            rich_help_panel=ENGINE,
+        ),
+    ] = 5,
+    engine_start_backoff: Annotated[
+        float,
+        typer.Option(
+            help="Seconds before the 2nd attempt; doubled each time (max 30).",
+            min=0,
+            rich_help_panel=ENGINE,
+        ),
+    ] = 2.0,
+    unreachable_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds an attempt waits for unreachable servers.",
+            min=0.1,
+            rich_help_panel=ENGINE,
+        ),
+    ] = 60.0,
     quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
 ) -> None:
     """Serve the job API (POST /v1/jobs …, docs at /docs) with in-process workers."""
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(message)s")  # fmt: skip
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    for noisy in ("httpx", "alembic"):  # a line per request, ~20 lines per start
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     # The service's modules load here, not when ``ocrflow`` starts (SQLAlchemy, Alembic).
+    from ocrflow.access import check_prefixes
+
+    from .connections import ConnectionLimits
     from .db import Database, default_url
     from .jobs import JobStore, ServiceSettings
+    from .options import check_service_engine
+    from .quotas import QuotaSettings
     from .requests import RequestLimits
     from .scheduler import SchedulerSettings
 
+    # Job files hold other people's documents: owner-only, whatever the shell's umask.
+    os.umask(0o077)
     root = root.resolve()
     try:
         tokens = TokenSet.load(token_file)
@@ -114,14 +217,20 @@ def serve_command(
                 recipe=recipe,
                 recipe_options=_key_values(recipe_option or []),
                 served_model_name=served_model_name,
+                server_flags=tuple(f for arg in vllm_arg or () for f in shlex.split(arg)),
+                vllm_command=tuple(shlex.split(vllm_command)),
                 max_concurrency=max_concurrency,
                 request_timeout_s=request_timeout,
                 page_deadline_s=page_deadline,
+                unreachable_timeout_s=unreachable_timeout,
                 threads=threads,
                 **({"parallel": parallel} if parallel else {}),
             ),
             scale=ScaleOptions(split_pages=split_pages, lease_ttl_s=lease_ttl),
+            out=OutputOptions(relative_source_names=True),
         )
+        allowed_models = check_service_engine(base.engine, allow_model or ())
+        check_prefixes(tuple(allow_uri_prefix or ()), str(root))  # exit 2: no backend, …
         (root / "jobs").mkdir(parents=True, exist_ok=True)
         database = Database(db or default_url(root))
         database.migrate()
@@ -131,7 +240,16 @@ def serve_command(
         raise _fail(str(exc)) from None
     except Exception as exc:  # a database that cannot be reached or migrated
         raise _fail(f"database: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
-    jobs = JobStore(database, ServiceSettings(root=root, base=base))
+    quotas = QuotaSettings(
+        max_queued_jobs=max_queued_jobs, max_documents_per_job=max_documents_per_job,
+        max_pages_per_job=max_pages_per_job, max_pages_per_token=max_pages_per_token,
+        max_submissions_per_minute=max_submissions_per_minute,
+        max_previews_per_token=max_previews_per_token, preview_workers=preview_workers,
+    )  # fmt: skip
+    jobs = JobStore(database, ServiceSettings(
+        root=root, base=base, allowed_models=allowed_models, quotas=quotas,
+        allow_uri_prefixes=tuple(allow_uri_prefix or ()),
+    ))  # fmt: skip
     added = jobs.rebuild()
     if added:
         log.info("rebuilt %d jobs from %s", added, root / "jobs")
@@ -143,7 +261,12 @@ def serve_command(
     ), scheduler=SchedulerSettings(
         root=root, slots=workers, api_key=key, servers=tuple(server or ()),
         render_workers=render_workers, lease_ttl_s=lease_ttl, metrics=Metrics(),
-        items_in_flight=items_in_flight,
+        items_in_flight=items_in_flight, engine_attempts=engine_start_attempts,
+        engine_backoff_s=engine_start_backoff,
+    ), connection_limits=ConnectionLimits(
+        header_timeout_s=header_timeout, max_connections=max_connections,
+        body_idle_timeout_s=body_timeout, body_grace_s=body_timeout,
+        max_connections_per_client=max(1, max_connections // 5),
     ))  # fmt: skip
 
 
@@ -156,14 +279,26 @@ def _run_uvicorn(
     *,
     limits: RequestLimits,
     scheduler: SchedulerSettings,
+    connection_limits: ConnectionLimits | None = None,
 ) -> None:
     import uvicorn
 
-    from .app import Service, create_app
+    from .app import Service, guarded_app
+    from .connections import ConnectionLimits, guarded_protocol
 
-    app = create_app(Service(jobs, tokens, limits, scheduler))
+    if not tokens.enabled:
+        log.warning(
+            "authentication is off (no %s or --token-file): anyone who can reach "
+            "%s:%d may submit jobs and read every result; only loopback Host names and "
+            "same-origin requests are answered", TOKENS_VARIABLE, host, port,
+        )  # fmt: skip
+    app = guarded_app(Service(jobs, tokens, limits, scheduler))
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning" if quiet else "info")
+        uvicorn.run(
+            app, host=host, port=port, log_level="warning" if quiet else "info",
+            http=guarded_protocol(connection_limits or ConnectionLimits()),
+            timeout_keep_alive=5, server_header=False,
+        )  # fmt: skip
     finally:
         jobs.db.close()
 
@@ -180,6 +315,7 @@ async def work_root(
     """``ocrflow worker --root ROOT``: work on the queued jobs of a service root."""
     from .scheduler import Scheduler, SchedulerSettings
 
+    os.umask(0o077)  # as ``serve``: job files are owner-only
     settings = SchedulerSettings(
         root=root.resolve(),
         slots=slots,

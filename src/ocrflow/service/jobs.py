@@ -14,14 +14,16 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from ocrflow.access import service_policy
 from ocrflow.config import RunConfig
 from ocrflow.errors import OcrflowError
-from ocrflow.executors.local import plan_run
+from ocrflow.executors.local import TooManyDocuments, plan_run
 
 from .db import TERMINAL, Database, Job
 from .layout import JobDir, JobMeta, job_ids
 from .options import JobOptions, OptionError, job_config
 from .progress import read_progress
+from .quotas import JobTooLarge, QuotaSettings, write_job_limits
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,10 @@ class ServiceSettings:
     max_upload_bytes: int = 100 << 20
     allow_uri_prefixes: tuple[str, ...] = ()
     allow_callback_hosts: tuple[str, ...] = ()
+    #: Models a job may choose besides the service's own (``ocrflow serve --allow-model``).
+    allowed_models: tuple[str, ...] = ()
+    #: Limits per token and per job (``ocrflow serve --max-…`` flags).
+    quotas: QuotaSettings = field(default_factory=QuotaSettings)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -89,15 +95,29 @@ class JobStore:
     def plan(self, job: JobDir, meta: JobMeta, options: JobOptions) -> RunConfig:
         """Plan the job's run into its folder (the folder is the job from now on)."""
         inputs = [str(job.inputs)] if job.inputs.is_dir() else []
-        config = job_config(self.settings.base, options, [*inputs, *meta.uris], str(job.out))
+        config = job_config(
+            self.settings.base, options, [*inputs, *meta.uris], str(job.out),
+            allowed_models=self.settings.allowed_models,
+        )  # fmt: skip
+        # Recorded with the run: every worker reads the job's sources and rows under it.
+        access = service_policy(self.settings.allow_uri_prefixes, uploads=(str(job.inputs),))
+        config = config.model_copy(
+            update={"input": config.input.model_copy(update={"access": access})}
+        )
+        quotas = self.settings.quotas
         try:
-            _, count = plan_run(config)
+            _, count = plan_run(config, max_documents=quotas.max_documents_per_job or None)
+        except TooManyDocuments as exc:
+            raise JobTooLarge(
+                f"the job names more than {exc.limit} documents (this service's limit)"
+            ) from None
         except OptionError:
             raise
         except OcrflowError as exc:
             raise OptionError(str(exc)) from None
         if count == 0:
             raise OptionError("the job names no document")
+        write_job_limits(job.path, quotas)  # before job.json: workers see both or neither
         job.write_meta(meta)
         return config
 
@@ -176,7 +196,7 @@ class JobStore:
             if job.marked("cancelled"):
                 row.status, row.finished = "cancelled", time.time()
             elif progress.complete:
-                row.status = "failed" if progress.all_failed else "done"
+                row.status = "failed" if progress.failed else "done"
                 row.finished = time.time()
                 row.started = row.started or row.finished
             return row

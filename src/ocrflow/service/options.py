@@ -1,23 +1,62 @@
 """A job's options: the names of ``ocrflow run``'s options, checked, turned into a RunConfig.
 
-Only options that change what is read and written per job are accepted; engines, servers
-and keys are the service's (``ocrflow serve`` flags), so a client cannot point the service
-at another server or start a vLLM. An unknown name is refused with the name in the error.
+Only options that change what is read and written per job are accepted; engines, servers,
+models, recipes and keys are the service's (``ocrflow serve`` flags), so a client cannot
+point the service at another server or choose what a vLLM runs. Within that, a job may
+pick a model the operator listed (``--allow-model``), the recipe of the service or of its
+model, and a few recipe options that change what is asked of the model, never what the
+server runs or reads (``JobRecipeOptions``). A refusal names the option.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
 
-from ocrflow.config import RunConfig
+from ocrflow.config import EngineOptions, RunConfig
+from ocrflow.engines.model_names import MAX_NAME_CHARS, check_model_name, check_served_name
 from ocrflow.errors import ConfigError, OcrflowError
 from ocrflow.sinks import validate_formats
 from ocrflow.stages.commands import parse_stages
 
 #: Engines a job may choose besides the service's own (both run on this machine's CPU).
 CPU_ENGINES = frozenset({"embedded", "tesseract"})
+#: Engines that read pages with a model and a recipe.
+VLM_ENGINES = frozenset({"openai", "vllm"})
+#: The most tokens a job may ask for a page (every recipe's default is below it).
+MAX_JOB_TOKENS = 32768
+MAX_PROMPT_CHARS = 8000
+
+
+class JobRecipeOptions(BaseModel):
+    """The recipe options a job may set: what is asked of the model. Everything else a
+    recipe takes (``server_flags``, ``gpu_preset``, ``target_dim``, ``model``, ...) is the
+    operator's (``ocrflow serve --recipe-option``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_tokens: StrictInt | None = Field(None, ge=1, le=MAX_JOB_TOKENS)
+    prompt: str | None = Field(None, min_length=1, max_length=MAX_PROMPT_CHARS)
+    temperatures: tuple[Annotated[float, Field(ge=0.0, le=2.0)], ...] | None = Field(
+        None, min_length=1, max_length=10
+    )
+    mode: str | None = Field(None, max_length=32)
+    table_format: str | None = Field(None, max_length=32)
+    extract_figures: StrictBool | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The options the job set, as keyword arguments of a recipe."""
+        return self.model_dump(exclude_none=True)
 
 
 class JobOptions(BaseModel):
@@ -28,17 +67,27 @@ class JobOptions(BaseModel):
     pages: str | None = None
     text_layer: str | None = None
     engine: str | None = None
-    recipe: str | None = None
-    model: str | None = None
+    recipe: str | None = Field(None, max_length=64)
+    model: str | None = Field(None, max_length=MAX_NAME_CHARS)
     target_dim: int | None = None
     page_separator: bool | None = None
     format: str | list[str] | None = None
-    languages: str | None = None
-    recipe_option: dict[str, Any] | None = None
+    #: Tesseract's ``-l`` value ("eng+deu"), checked here so a bad one is a 422, not a
+    #: job whose engine cannot open.
+    languages: str | None = Field(None, max_length=200, pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
+    recipe_option: JobRecipeOptions | None = None
     max_page_error_rate: float | None = None
     dataset_column: str | None = None
     dataset_id_column: str | None = None
     stages: str | None = Field(None, description="extract only (describe/assemble: not yet)")
+
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, value: str | None) -> str | None:
+        try:
+            return None if value is None else check_served_name(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class OptionError(ConfigError):
@@ -57,18 +106,36 @@ def parse_options(raw: object) -> JobOptions:
     except ValidationError as exc:
         first = exc.errors()[0]
         name = ".".join(str(p) for p in first["loc"])
+        if first["type"] == "extra_forbidden" and first["loc"][0] == "recipe_option":
+            allowed = ", ".join(JobRecipeOptions.model_fields)
+            raise OptionError(
+                f"option {name!r} is not allowed per job (the operator's); "
+                f"a job's recipe_option may set {allowed}"
+            ) from None
         if first["type"] == "extra_forbidden":
             raise OptionError(f"unknown option {name!r}") from None
-        raise OptionError(f"invalid option {name!r}: {first['msg']}") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise OptionError(f"invalid option {name!r}: {message}") from None
 
 
-def job_config(base: RunConfig, options: JobOptions, inputs: list[str], output: str) -> RunConfig:
-    """The job's run configuration: the service's, with the job's options applied."""
+def job_config(
+    base: RunConfig,
+    options: JobOptions,
+    inputs: list[str],
+    output: str,
+    *,
+    allowed_models: Sequence[str] = (),
+) -> RunConfig:
+    """The job's run configuration: the service's, with the job's options applied.
+
+    ``allowed_models``: the models a job may choose besides the service's own
+    (``ocrflow serve --allow-model``).
+    """
     data = base.model_dump()
     data.update(inputs=tuple(inputs), output=output)
     if options.pages is not None:
         data["pages"] = options.pages
-    _apply_engine(data["engine"], options, base.engine.kind)
+    _apply_engine(data["engine"], options, base.engine, allowed_models)
     if options.text_layer is not None:
         data["route"]["text_layer"] = options.text_layer
     if options.target_dim is not None:
@@ -81,27 +148,108 @@ def job_config(base: RunConfig, options: JobOptions, inputs: list[str], output: 
         data["input"]["dataset_id_column"] = options.dataset_id_column
     try:
         _apply_outputs(data, options)
-        return RunConfig.model_validate(data)
+        config = RunConfig.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         name = ".".join(str(p) for p in first["loc"])
         raise OptionError(f"invalid option {name!r}: {first['msg']}") from None
     except OcrflowError as exc:
         raise OptionError(str(exc)) from None
+    _check_recipe(config.engine)
+    return config
 
 
-def _apply_engine(engine: dict[str, Any], options: JobOptions, service_kind: str) -> None:
+def check_service_engine(engine: EngineOptions, allowed: Sequence[str]) -> tuple[str, ...]:
+    """The operator's ``--model`` and ``--allow-model`` names, checked at start-up (a model
+    vLLM loads must be a repository id or a path; ``model_names``), and the service's recipe
+    built once; ``ConfigError`` says what is wrong. Returns the allowed models, deduplicated."""
+    if engine.kind not in VLM_ENGINES:
+        if allowed:
+            raise ConfigError("--allow-model needs --engine openai or vllm")
+        return ()
+    if not engine.model:
+        raise ConfigError(f"--engine {engine.kind} needs --model")
+    check = check_model_name if engine.kind == "vllm" else check_served_name
+    for flag, name in [("--model", engine.model), *(("--allow-model", m) for m in allowed)]:
+        try:
+            check(name)
+        except ConfigError as exc:
+            raise ConfigError(f"{flag}: {exc}") from None
+    try:
+        _check_recipe(engine)
+    except OptionError as exc:
+        raise ConfigError(f"--recipe-option: {exc}") from None
+    return tuple(dict.fromkeys(m for m in allowed if m != engine.model))
+
+
+def _apply_engine(
+    engine: dict[str, Any], options: JobOptions, service: EngineOptions, allowed: Sequence[str]
+) -> None:
     if options.engine is not None:
-        if options.engine not in CPU_ENGINES | {service_kind}:
-            allowed = ", ".join(sorted(CPU_ENGINES | {service_kind}))
-            raise OptionError(f"invalid option 'engine': this service offers {allowed}")
+        if options.engine not in CPU_ENGINES | {service.kind}:
+            offered = ", ".join(sorted(CPU_ENGINES | {service.kind}))
+            raise OptionError(f"invalid option 'engine': this service offers {offered}")
         engine["kind"] = options.engine
-    for name in ("recipe", "model", "languages", "max_page_error_rate"):
+    model = _job_model(options.model, service, allowed)
+    recipe = _job_recipe(options.recipe, service, model)
+    if model != service.model or recipe != _recipe_name(service.recipe, service.model):
+        # The recipe options the operator set are the service recipe's, its served name
+        # the service model's: another model or recipe starts from the recipe's defaults.
+        engine.update(model=model, recipe=recipe, recipe_options={})
+    if model != service.model:
+        engine["served_model_name"] = None
+    for name in ("languages", "max_page_error_rate"):
         value = getattr(options, name)
         if value is not None:
             engine[name] = value
     if options.recipe_option is not None:
-        engine["recipe_options"] = dict(options.recipe_option)
+        engine["recipe_options"] = {**engine["recipe_options"], **options.recipe_option.as_dict()}
+
+
+def _job_model(model: str | None, service: EngineOptions, allowed: Sequence[str]) -> str | None:
+    """The model the job runs with: the service's, or one the operator allowed."""
+    if model is None or model == service.model:
+        return service.model
+    if model not in allowed:
+        offered = ", ".join(m for m in (service.model, *allowed) if m) or "no choice of model"
+        raise OptionError(f"invalid option 'model': {model!r} is not offered (offered: {offered})")
+    return model
+
+
+def _job_recipe(recipe: str | None, service: EngineOptions, model: str | None) -> str | None:
+    """The recipe the job runs with: the service's; for another model the one its name
+    implies, unless the job names the service's."""
+    own = _recipe_name(service.recipe, service.model)
+    implied = own if model == service.model else _recipe_name(None, model)
+    if recipe is None:
+        return implied
+    offered = {own, implied} - {None}
+    if recipe not in offered:
+        names = ", ".join(sorted(offered)) or "no choice of recipe"
+        raise OptionError(f"invalid option 'recipe': {recipe!r} is not offered ({names})")
+    return recipe
+
+
+def _recipe_name(recipe: str | None, model: str | None) -> str | None:
+    """The recipe a VLM engine would use: the one named, else the one its model implies."""
+    if recipe or not model:
+        return recipe
+    from ocrflow.recipes.registry import recipe_name_for_model
+
+    return recipe_name_for_model(model)
+
+
+def _check_recipe(engine: EngineOptions) -> None:
+    """Build the job's recipe now, so that an option it refuses is a 422, not a job whose
+    engine cannot open."""
+    if engine.kind not in VLM_ENGINES or not engine.model:
+        return
+    from ocrflow.recipes.registry import recipe_for_model
+
+    try:
+        recipe_for_model(engine.model, engine.recipe, guided=engine.guided, **engine.recipe_options)
+    except ConfigError as exc:
+        raise OptionError(f"invalid option 'recipe_option': {exc}") from None
 
 
 def _apply_outputs(data: dict[str, Any], options: JobOptions) -> None:

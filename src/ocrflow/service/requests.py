@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
 
+from ocrflow.access import service_policy
+from ocrflow.errors import SourceError
+
 from .callbacks import check_callback
 from .options import JobOptions, OptionError, parse_options
-from .uploads import UploadError, multipart_boundary, receive_multipart
+from .uploads import (
+    UploadError,
+    check_uploaded_documents,
+    multipart_boundary,
+    receive_multipart,
+)
 
 MAX_JSON_BYTES = 1 << 20
 JSON_KEYS = frozenset({"uris", "options", "callback_url"})
@@ -91,6 +98,7 @@ def _json_field(text: str | None, name: str) -> Any:
 def _job_request(body: dict[str, Any], files: list[Path], limits: RequestLimits) -> JobRequest:
     raw_options = body.get("options") or {}
     options = parse_options(raw_options)  # first: an unknown option is named before all else
+    check_uploaded_documents(files)  # a .txt is refused by name, never dropped silently
     uris = body.get("uris") or []
     if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
         raise OptionError("invalid option 'uris': give a list of strings")
@@ -107,21 +115,10 @@ def _job_request(body: dict[str, Any], files: list[Path], limits: RequestLimits)
 
 
 def check_uri(uri: str, prefixes: tuple[str, ...]) -> str:
-    """``uri`` when it lies under an allowed prefix; ``OptionError`` otherwise. Local paths
-    are compared after resolving links and ``..``, so no path escapes its prefix."""
-    if not prefixes:
-        raise OptionError("invalid option 'uris': this service reads no URIs (--allow-uri-prefix)")
-    if "\x00" in uri or any(c in uri for c in "\r\n"):
-        raise OptionError("invalid option 'uris': control characters in a URI")
-    if "://" in uri:
-        if "/../" in uri + "/" or uri.endswith("/..") or "/./" in uri:
-            raise OptionError(f"invalid option 'uris': {uri!r} has '..' or '.' parts")
-        if any(uri.startswith(p.rstrip("/") + "/") or uri == p for p in prefixes):
-            return uri
-    else:
-        real = os.path.realpath(uri)
-        for prefix in (p for p in prefixes if "://" not in p):
-            base = os.path.realpath(prefix)
-            if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
-                return real
-    raise OptionError(f"invalid option 'uris': {uri!r} is outside the allowed prefixes")
+    """``uri`` when the service's access policy lets a job read it (``ocrflow.access``:
+    parsed and compared segment by segment; local paths by their real path, returned);
+    ``OptionError`` otherwise."""
+    try:
+        return service_policy(prefixes).check_uri(uri)
+    except SourceError as exc:
+        raise OptionError(f"invalid option 'uris': {exc}") from None

@@ -5,6 +5,10 @@ loop. Starting render processes and opening the engine (a new HTTP client, readi
 checks, for ``--engine vllm`` a whole server) at every slice cost more than the pages of a
 small job, and blocked the workers' event loop while they ran; so engines are opened once
 per distinct engine configuration and process, and each slot keeps its render processes.
+
+An engine that cannot be opened (its server down, a wrong model, a bad configuration) is
+tried again after a growing pause, a few times, and then its job fails (``StartRetries``):
+never a retry every poll, never a job queued forever.
 """
 
 from __future__ import annotations
@@ -20,6 +24,14 @@ from pathlib import Path
 
 from ocrflow.config import EngineOptions, RenderOptions
 from ocrflow.engines.session import EngineSession, api_key, open_engine
+from ocrflow.errors import (
+    ConfigError,
+    EngineAuthError,
+    EngineUnavailable,
+    EngineUnreachable,
+    ModelNotServed,
+    OcrflowError,
+)
 from ocrflow.metrics import Metrics
 from ocrflow.render.pool import RenderPool
 
@@ -27,6 +39,73 @@ log = logging.getLogger("ocrflow.service")
 
 #: Opened engines kept while no slot uses them (jobs may choose their own recipe or model).
 IDLE_ENGINES_KEPT = 4
+#: The longest pause between two attempts at opening a job's engine, seconds.
+MAX_START_DELAY_S = 30.0
+#: What a client is told about an engine that would not open (never the server's address).
+_CAUSES: tuple[tuple[type[BaseException], str], ...] = (
+    (EngineUnreachable, "no OCR server could be reached"),
+    (EngineAuthError, "the OCR server refused the service's API key"),
+    (ModelNotServed, "the OCR server does not serve the model"),
+    (EngineUnavailable, "the OCR server did not become ready"),
+    (ConfigError, "the engine is not configured correctly"),
+)
+
+
+class EngineStartError(OcrflowError):
+    """The engine of a job's run could not be opened (``__cause__`` says why)."""
+
+    reason = "engine_error"
+
+
+def start_failure_message(cause: BaseException, attempts: int) -> str:
+    """A job's failure message for an engine that never opened: what went wrong in words
+    and the error's type, without its text (which may name internal hosts)."""
+    what = next((text for kind, text in _CAUSES if isinstance(cause, kind)), "it failed")
+    plural = "s" if attempts != 1 else ""
+    return (
+        f"the OCR engine could not be opened ({attempts} attempt{plural}): "
+        f"{what} ({type(cause).__name__})"
+    )
+
+
+class StartRetries:
+    """When each job may try again (to open its engine, or after any failed slice): after
+    ``first_delay_s``, then twice as long each time (at most ``MAX_START_DELAY_S``),
+    ``attempts`` tries in all (``None``: no end)."""
+
+    def __init__(self, attempts: int | None, first_delay_s: float) -> None:
+        self.attempts = max(1, attempts) if attempts is not None else None
+        self.first_delay_s = first_delay_s
+        #: ``{job id: (failed attempts, monotonic time of the next one)}``
+        self._failed: dict[str, tuple[int, float]] = {}
+
+    def waiting(self, job_id: str, now: float) -> bool:
+        """The job failed to open its engine lately and its pause is not over."""
+        entry = self._failed.get(job_id)
+        return entry is not None and entry[1] > now
+
+    def failed(self, job_id: str, now: float) -> tuple[int, float | None]:
+        """Count a failed attempt: ``(attempts so far, seconds until the next)``, or
+        ``(attempts, None)`` when there is none left (the job is then forgotten)."""
+        count = self._failed.get(job_id, (0, 0.0))[0] + 1
+        if self.attempts is not None and count >= self.attempts:
+            self._failed.pop(job_id, None)
+            return count, None
+        delay = min(self.first_delay_s * 2 ** (count - 1), MAX_START_DELAY_S)
+        self._failed[job_id] = (count, now + delay)
+        return count, delay
+
+    def succeeded(self, job_id: str) -> None:
+        """The engine opened: the job starts from a clean slate."""
+        self._failed.pop(job_id, None)
+
+    def keep_only(self, job_ids: set[str]) -> None:
+        """Forget jobs that are no longer runnable (cancelled, given up, finished)."""
+        for job_id in set(self._failed) - job_ids:
+            del self._failed[job_id]
+
+    def __bool__(self) -> bool:
+        return bool(self._failed)
 
 
 class _HeldEngine:
@@ -120,7 +199,8 @@ class EngineCache:
             self._held[key] = held
         held.users += 1
         try:
-            yield await asyncio.shield(held.ready)
+            session = await asyncio.shield(held.ready)
+            yield _with_job_recipe(session, options)
         finally:
             held.users -= 1
             held.last_used = time.monotonic()
@@ -149,11 +229,41 @@ class EngineCache:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+#: Engine settings a job may vary that change how its pages are asked for and read, never
+#: which server answers: jobs that differ only in these share one opened engine (and, for
+#: ``--engine vllm``, one server). Otherwise a job could start a vLLM per ``max_tokens``.
+PER_JOB_FIELDS = ("recipe_options", "max_page_error_rate")
+
+
 def _engine_key(options: EngineOptions) -> str:
-    """Equal for options that open the same engine (the API key, dumped masked, by hash)."""
+    """Equal for options that open the same engine (the API key, dumped masked, by hash);
+    for a VLM, the recipe's server flags stand for its per-job options."""
     secret = api_key(options) or ""
     digest = hashlib.sha256(secret.encode()).hexdigest()[:16]
-    return f"{options.model_dump_json()}|{digest}"
+    shared = options
+    if options.kind in {"openai", "vllm"}:
+        flags = getattr(_job_recipe(options), "server_flags", ())
+        blank = {name: EngineOptions.model_fields[name].get_default(call_default_factory=True)
+                 for name in PER_JOB_FIELDS}  # fmt: skip
+        shared = options.model_copy(update=blank)
+        return f"{shared.model_dump_json()}|{list(flags)}|{digest}"
+    return f"{shared.model_dump_json()}|{digest}"
+
+
+def _job_recipe(options: EngineOptions) -> object:
+    from ocrflow.recipes.registry import recipe_for_model
+
+    return recipe_for_model(
+        options.model or "", options.recipe, guided=options.guided, **options.recipe_options
+    )
+
+
+def _with_job_recipe(session: EngineSession, options: EngineOptions) -> EngineSession:
+    """The shared session with this job's own recipe (its per-job options applied)."""
+    if session.recipe is None or options.kind not in {"openai", "vllm"}:
+        return session
+    recipe = _job_recipe(options)
+    return dataclasses.replace(session, recipe=recipe, target_dim=recipe.target_dim)  # type: ignore[attr-defined]
 
 
 class SlotPool:

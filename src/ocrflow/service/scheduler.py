@@ -1,11 +1,21 @@
-"""Workers over every job under a service root, with a fair share for each job.
+"""Workers over every job under a service root, with a fair share for each token, then for
+each of its jobs.
 
-A worker slot picks the runnable job with the fewest workers on it (its own process's
-count, then live leases of any process, then age), runs the ordinary worker loop
-(``executors.worker.work``) on that job's workspace, and gives the job up when another
-runnable job has nobody (so a 3-page job never waits behind a 10,000-page one for more than
-a few items). The in-process workers of ``ocrflow serve`` and ``ocrflow worker --root`` on
-other machines are the same code; leases keep them from doing a page twice.
+A worker slot picks the owner (token) with the fewest slots of this process on its jobs
+(then the one served longest ago), then that owner's runnable job with the fewest workers
+(its own process's count, then live leases of any process, then age); it runs the ordinary
+worker loop (``executors.worker.work``) on that job's workspace, and gives the job up after
+a short slice when another owner's job waits with nobody of its owner at work, or another
+job of the same owner has nobody. So a token that floods the queue with 2,000 jobs delays
+another token's 1-page job by one slice, not by its 2,000 jobs; and a 3-page job never
+waits behind a 10,000-page one for more than a few items. The in-process workers of
+``ocrflow serve`` and ``ocrflow worker --root`` on other machines are the same code; leases
+keep them from doing a page twice.
+
+A job that goes past its page limit (``quotas.PageCounter``) or whose engine never opens
+(``resources.StartRetries``) is given up: ``progress.fail_job`` marks it, its running pages
+stop, and its documents not finished fail with the reason. A slice that fails otherwise
+pauses its job (the same growing backoff, never given up): no traceback every poll.
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,13 +35,19 @@ from ocrflow.executors.plan import rejoined
 from ocrflow.executors.worker import Lent, WorkerOptions, work
 from ocrflow.leases import LeaseManager
 from ocrflow.metrics import Metrics
-from ocrflow.sources import Source
 from ocrflow.storage import open_store
 from ocrflow.workspace import Workspace
 
 from .layout import JobDir, job_ids
-from .progress import pending_items
-from .resources import EngineCache, SlotPool
+from .progress import FAILED_MARKER, fail_job, pending_items
+from .quotas import PageCounter, read_job_limits
+from .resources import (
+    EngineCache,
+    EngineStartError,
+    SlotPool,
+    StartRetries,
+    start_failure_message,
+)
 
 log = logging.getLogger("ocrflow.service")
 
@@ -53,22 +70,10 @@ class SchedulerSettings:
     items_in_flight: int = 4
     #: Prometheus metrics the workers report to (``/metrics``); ``None``: none.
     metrics: Metrics | None = None
-
-
-class PageCounter:
-    """A progress listener that records each opened document's page count in the job."""
-
-    def __init__(self, job: JobDir) -> None:
-        self.job = job
-
-    def document_started(self, source: Source, pages: int) -> None:
-        self.job.record_pages(source.uri, pages)
-
-    def pages_finished(self, results: object) -> None:
-        return None
-
-    def document_finished(self, source: Source, result: object, skipped: bool) -> None:
-        return None
+    #: Attempts at opening a job's engine before the job fails with ``engine_error``.
+    engine_attempts: int = 5
+    #: Seconds before the second attempt; twice as long before each next one (max 30 s).
+    engine_backoff_s: float = 2.0
 
 
 class Scheduler:
@@ -77,14 +82,21 @@ class Scheduler:
     def __init__(self, settings: SchedulerSettings) -> None:
         self.settings = settings
         self.assigned: Counter[str] = Counter()
-        #: When a slot of this process last let go of each job (monotonic seconds).
+        #: Slots of this process on each owner's jobs.
+        self.owner_slots: Counter[str] = Counter()
+        #: When a slot of this process last let go of each job / owner (monotonic seconds).
         self.served: dict[str, float] = {}
+        self.owner_served: dict[str, float] = {}
         self._runnable: list[str] = []
         self._looked = 0.0
-        #: Each job's creation time (it never changes; reading ``job.json`` costs).
-        self._created_at: dict[str, float] = {}
+        #: Each job's owner and creation time (they never change; reading ``job.json`` costs).
+        self._meta: dict[str, tuple[str, float]] = {}
         #: Engines opened once and shared by every slot's slices (see ``resources``).
         self.engines = EngineCache(log_dir=str(settings.root / "logs"), metrics=settings.metrics)
+        self.retries = StartRetries(settings.engine_attempts, settings.engine_backoff_s)
+        #: Jobs whose slices failed otherwise (a broken folder, a full disk): paused, never
+        #: given up (the cause may pass), and one traceback per run of failures.
+        self.troubles = StartRetries(None, max(settings.engine_backoff_s, settings.poll_s))
 
     async def run(self) -> None:
         """Work until cancelled; with ``exit_when_idle``, until no job has work left."""
@@ -97,30 +109,48 @@ class Scheduler:
 
     # -- choosing jobs ----------------------------------------------------------------
     def runnable(self, max_age_s: float = 0.0) -> list[str]:
-        """Jobs with work left that nobody cancelled (cached for ``max_age_s``)."""
+        """Jobs with work left that nobody cancelled or gave up (cached for ``max_age_s``)."""
         if max_age_s and time.monotonic() - self._looked < max_age_s:
             return self._runnable
         found = []
         for job_id in job_ids(self.settings.root):
             job = JobDir(self.settings.root, job_id)
-            if job.marked("cancelled") or job.marked("finished"):
+            if _stopped(job) or job.marked("finished"):
                 continue
             if pending_items(job) > 0:
                 found.append(job_id)
             elif (job.out / ".ocrflow" / "manifest").is_dir():
                 job.mark("finished")
         self._runnable, self._looked = found, time.monotonic()
+        self.retries.keep_only(set(found))
+        self.troubles.keep_only(set(found))
         return found
 
     def pick(self) -> str | None:
-        """The runnable job that has the fewest workers now; the oldest first on a tie."""
+        """A job of the owner with the fewest of our slots (then served longest ago, then
+        with the oldest job); of its jobs, the one with the fewest workers, then the oldest.
+        Jobs pausing before their engine's next attempt are left out."""
         # Looking at every job's folder costs ~1 ms a job, and a slot picks after each short
         # slice: with hundreds of jobs, fresh looks at every pick cost more CPU than the
         # pages. A look up to ``poll_s`` old will do (a job finished since then costs an
         # empty slice), unless it found nothing: new jobs are then seen at once.
-        jobs = self.runnable(max_age_s=self.settings.poll_s) or self.runnable()
-        if not jobs:
+        now = time.monotonic()
+        found = self.runnable(max_age_s=self.settings.poll_s) or self.runnable()
+        by_owner: dict[str, list[str]] = {}
+        for job_id in found:
+            if not self._paused(job_id, now):
+                by_owner.setdefault(self._owner(job_id), []).append(job_id)
+        if not by_owner:
             return None
+        owner = min(
+            by_owner,
+            key=lambda o: (
+                self.owner_slots[o],
+                self.owner_served.get(o, 0.0),
+                min(self._created(j) for j in by_owner[o]),
+            ),
+        )
+        jobs = by_owner[owner]
         # Fewest workers first, then the job served longest ago (never: first), then the
         # oldest: a job just given up for another does not get the slot straight back.
         # Leases (other processes' workers) are read only for jobs with fewest of ours.
@@ -130,28 +160,45 @@ class Scheduler:
             key=lambda j: (self._leases(j), self.served.get(j, 0.0), self._created(j)),
         )
 
+    def _paused(self, job_id: str, now: float) -> bool:
+        return self.retries.waiting(job_id, now) or self.troubles.waiting(job_id, now)
+
+    def _job_meta(self, job_id: str) -> tuple[str, float]:
+        meta = self._meta.get(job_id)
+        if meta is None:
+            read = JobDir(self.settings.root, job_id).read_meta()
+            if read is None:
+                return "", 0.0  # being created: looked at again next time
+            meta = self._meta[job_id] = (read.owner, read.created)
+        return meta
+
+    def _owner(self, job_id: str) -> str:
+        return self._job_meta(job_id)[0]
+
     def _created(self, job_id: str) -> float:
-        created = self._created_at.get(job_id)
-        if created is None:
-            meta = JobDir(self.settings.root, job_id).read_meta()
-            if meta is None:
-                return 0.0  # being created: looked at again next time
-            created = self._created_at[job_id] = meta.created
-        return created
+        return self._job_meta(job_id)[1]
 
     def _leases(self, job_id: str) -> int:
         store = open_store(str(JobDir(self.settings.root, job_id).out))
         return len(LeaseManager(store, "scheduler").active())
 
     def _should_leave(self, job_id: str, since: float) -> bool:
-        """Give the job up: it was cancelled, or another job waits with nobody on it."""
-        job = JobDir(self.settings.root, job_id)
-        if job.marked("cancelled"):
+        """Give the job up: it was cancelled or given up, or (after a slice) another
+        owner's job waits with none of our slots on its owner, or another job of the same
+        owner waits with nobody."""
+        if _stopped(JobDir(self.settings.root, job_id)):
             return True
-        if time.monotonic() - since < self.settings.slice_s:
+        now = time.monotonic()
+        if now - since < self.settings.slice_s:
             return False
-        others = [j for j in self.runnable(max_age_s=1.0) if j != job_id]
-        return any(self.assigned[j] == 0 for j in others)
+        mine = self._owner(job_id)
+        for other in self.runnable(max_age_s=1.0):
+            if other == job_id or self.assigned[other] or self._paused(other, now):
+                continue
+            owner = self._owner(other)
+            if owner == mine or self.owner_slots[owner] == 0:
+                return True
+        return False
 
     # -- working ----------------------------------------------------------------------
     async def _slot(self, index: int) -> None:
@@ -169,25 +216,58 @@ class Scheduler:
                 log.exception("worker slot %d: could not look for jobs", index)
                 job_id = None
             if job_id is None:
-                if self.settings.exit_when_idle:
+                if self.settings.exit_when_idle and not (self.retries or self.troubles):
                     return
                 await asyncio.sleep(self.settings.poll_s)
                 continue
+            owner = self._owner(job_id)
             self.assigned[job_id] += 1
+            self.owner_slots[owner] += 1
             try:
                 await self._work_on(job_id, pool)
-            except Exception:
-                # One job's trouble (its engine down, its folder broken) must not stop the
-                # slot: log it and take the next job; the job is retried at the next pick.
-                log.exception("worker slot %d: job %s failed", index, job_id)
+                self.troubles.succeeded(job_id)
+            except EngineStartError as exc:
+                await self._engine_failed(job_id, exc)
+            except Exception as exc:
+                # One job's trouble (its folder broken) must not stop the slot: log it and
+                # take the next job; the job is tried again after a pause.
+                self._slice_failed(index, job_id, exc)
                 await pool.discard()  # its processes may be part of the trouble
-                await asyncio.sleep(self.settings.poll_s)
             finally:
                 self.assigned[job_id] -= 1
-                self.served[job_id] = time.monotonic()
+                self.owner_slots[owner] -= 1
+                self.served[job_id] = self.owner_served[owner] = time.monotonic()
+
+    def _slice_failed(self, index: int, job_id: str, exc: Exception) -> None:
+        """A traceback for the first failure in a row, one line for each next one."""
+        attempts, delay = self.troubles.failed(job_id, time.monotonic())
+        if attempts == 1:
+            log.exception("worker slot %d: job %s failed (tried again in %.0f s)",
+                          index, job_id, delay or 0)  # fmt: skip
+        else:
+            log.warning("worker slot %d: job %s failed again (%d in a row, next in %.0f s): "
+                        "%s: %s", index, job_id, attempts, delay or 0,
+                        type(exc).__name__, exc)  # fmt: skip
+
+    async def _engine_failed(self, job_id: str, exc: EngineStartError) -> None:
+        """One log line an attempt; after the last one the job fails with the cause."""
+        cause = exc.__cause__ or exc
+        attempts, delay = self.retries.failed(job_id, time.monotonic())
+        total = self.retries.attempts
+        if delay is not None:
+            log.warning("job %s: the engine could not be opened (attempt %d of %d, next in "
+                        "%.0f s): %s: %s", job_id, attempts, total, delay,
+                        type(cause).__name__, cause)  # fmt: skip
+            return
+        log.warning("job %s failed: the engine could not be opened (attempt %d of %d): %s: %s",
+                    job_id, attempts, total, type(cause).__name__, cause)  # fmt: skip
+        job = JobDir(self.settings.root, job_id)
+        message = start_failure_message(cause, attempts)
+        await asyncio.to_thread(fail_job, job, "engine_error", message)
 
     async def _work_on(self, job_id: str, pool: SlotPool) -> None:
-        """One slice of work on a job; its running pages stop at once if it is cancelled."""
+        """One slice of work on a job; its running pages stop at once if it is cancelled
+        or given up."""
         job = JobDir(self.settings.root, job_id)
         workspace = Workspace(open_store(str(job.out)))
         since = time.monotonic()
@@ -210,14 +290,16 @@ class Scheduler:
         )
         task = asyncio.current_task()
         assert task is not None
-        body = asyncio.ensure_future(self._slice(config, workspace, options, job, pool))
-        watch = asyncio.ensure_future(self._watch_cancel(job, body))
+        stop_now = asyncio.Event()
+        counter = await asyncio.to_thread(self._page_counter, job, stop_now.set)
+        body = asyncio.ensure_future(self._slice(config, workspace, options, counter, pool))
+        watch = asyncio.ensure_future(self._watch_stop(job, body, stop_now))
         try:
             await body
         except asyncio.CancelledError:
             if not body.cancelled() or task.cancelling():
                 raise
-            log.info("job %s cancelled: its running pages stopped", job_id)
+            log.info("job %s stopped (cancelled or given up): its running pages stopped", job_id)
         finally:
             watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -230,27 +312,43 @@ class Scheduler:
             job.mark("finished")
             self._runnable = [j for j in self._runnable if j != job_id]
 
+    def _page_counter(self, job: JobDir, stop: Callable[[], None]) -> PageCounter:
+        return PageCounter(job, read_job_limits(job.path).max_pages, stop)
+
     async def _slice(
         self,
         config: RunConfig,
         workspace: Workspace,
         options: WorkerOptions,
-        job: JobDir,
+        counter: PageCounter,
         pool: SlotPool,
     ) -> None:
         """``work`` on the job with the slot's render processes and the shared engine (a
         cancel while the engine opens stops this slice only, not the opening)."""
         render_pool = await pool.get(config.render)
-        async with self.engines.session(config.engine) as session:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                session = await stack.enter_async_context(self.engines.session(config.engine))
+            except Exception as exc:
+                raise EngineStartError(f"the engine could not be opened: {exc}") from exc
+            self.retries.succeeded(counter.job.id)
             lent = Lent(pool=render_pool, session=session)
             await work(
-                config, workspace, options=options, progress=PageCounter(job),  # type: ignore[arg-type]
+                config, workspace, options=options, progress=counter,  # type: ignore[arg-type]
                 metrics=self.settings.metrics, lent=lent,
             )  # fmt: skip
 
-    async def _watch_cancel(self, job: JobDir, body: asyncio.Future[object]) -> None:
+    async def _watch_stop(
+        self, job: JobDir, body: asyncio.Future[object], stop_now: asyncio.Event
+    ) -> None:
         while not body.done():
-            await asyncio.sleep(self.settings.poll_s)
-            if await asyncio.to_thread(job.marked, "cancelled"):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop_now.wait(), self.settings.poll_s)
+            if stop_now.is_set() or await asyncio.to_thread(_stopped, job):
                 body.cancel()
                 return
+
+
+def _stopped(job: JobDir) -> bool:
+    """Cancelled by its owner, or given up by the workers (``failed.json``)."""
+    return job.marked("cancelled") is not None or (job.path / FAILED_MARKER).exists()

@@ -19,9 +19,14 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from ocrflow.names import cap_component, split_extension
+from ocrflow.sources import DOCUMENT_SUFFIXES, sniff_kind
 
 MAX_FIELD_BYTES = 1 << 20
 MAX_FILES = 1000
+#: Files a job reads as a dataset, and the files that may come along with one (its card,
+#: its ``save_to_disk`` metadata): as ``dataset_source`` reads a folder of them.
+_DATASET_SUFFIXES = (".parquet", ".arrow")
+_DATASET_SIDECARS = (".json", ".md", ".txt", ".gitattributes", ".lock", ".crc")
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
 
 
@@ -178,3 +183,24 @@ async def receive_multipart(
     if not sink.ended:
         raise UploadError(400, "malformed multipart: the body ended before its last boundary")
     return sink.form
+
+
+def check_uploaded_documents(files: list[Path]) -> None:
+    """``UploadError`` (422) naming the first uploaded file the job would not read: one that
+    neither its content nor its name says is a PDF or an image (a ``.txt`` beside a PDF),
+    unless it is a dataset file or comes along with one. Nothing is dropped silently."""
+    dataset = any(f.suffix.lower() in _DATASET_SUFFIXES for f in files)
+    for path in files:
+        suffix = path.suffix.lower()
+        if suffix in DOCUMENT_SUFFIXES or suffix in _DATASET_SUFFIXES:
+            continue
+        if dataset and suffix in _DATASET_SIDECARS:
+            continue
+        with path.open("rb") as handle:
+            kind = sniff_kind(handle.read(1024))
+        if kind not in {"pdf", "image"}:
+            raise UploadError(
+                422,
+                f"{path.name!r} is not a PDF or an image (by its content and its name): "
+                "only documents and datasets can be converted",
+            )

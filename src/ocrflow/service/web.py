@@ -16,43 +16,40 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
-from ocrflow.render.pool import RenderPool
 from ocrflow.service.documents import (
     DocumentNotFound,
+    PreviewBusy,
+    PreviewLimits,
+    PreviewRenderer,
     document_view,
     list_documents,
     page_source,
-    render_preview,
 )
 from ocrflow.service.layout import JOB_ID, JobDir
 
 WEB = Path(__file__).resolve().parent / "static"
 STATIC = {"app.js": "text/javascript", "style.css": "text/css"}
 #: Seconds one preview may take to render (a hostile page is cut off, the API carries on).
-PREVIEW_TIMEOUT_S = 30.0
+PREVIEW_TIMEOUT_S = 15.0
 
 
-class PageRenderer:
-    """One render process for page previews, started on the first image asked for (a
-    service nobody browses starts none); one per app, closed when the app stops."""
-
-    def __init__(self) -> None:
-        self._pool: RenderPool | None = None
-
-    def pool(self) -> RenderPool:
-        if self._pool is None:
-            self._pool = RenderPool(1, page_timeout_s=PREVIEW_TIMEOUT_S, memory_mb=1536)
-        return self._pool
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+def _preview_limits(app: Any) -> PreviewLimits:
+    """The operator's preview limits (``--preview-workers``, ``--max-previews-per-token``)."""
+    service = getattr(app.state, "service", None)
+    quotas = getattr(getattr(getattr(service, "jobs", None), "settings", None), "quotas", None)
+    if quotas is None:
+        return PreviewLimits(timeout_s=PREVIEW_TIMEOUT_S)
+    return PreviewLimits(
+        workers=quotas.preview_workers,
+        per_owner=quotas.max_previews_per_token,
+        timeout_s=PREVIEW_TIMEOUT_S,
+    )
 
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: Any) -> AsyncIterator[None]:
-    renderer = PageRenderer()
+    # Its processes start on the first image asked for: a service nobody browses has none.
+    renderer = PreviewRenderer(_preview_limits(app))
     app.state.page_renderer = renderer
     try:
         yield
@@ -100,14 +97,19 @@ def document(request: Request, job_id: str, doc_id: str) -> dict[str, Any]:
     responses={200: {"content": {"image/jpeg": {}}}},
 )
 async def page_image(request: Request, job_id: str, doc_id: str, page: int) -> Response:
-    """A page of a finished document as a small JPEG, rendered now."""
+    """A page of a finished document as a small JPEG, rendered now (or earlier: cached);
+    429 while the caller's token has as many images rendering as it may."""
     out = await asyncio.to_thread(find_job, request, job_id)
     try:
         path, kind = await asyncio.to_thread(page_source, out, doc_id, page)
     except DocumentNotFound:
         raise HTTPException(404, "no such page") from None
-    renderer: PageRenderer = request.app.state.page_renderer
-    data = await render_preview(renderer.pool(), path, kind, page)
+    renderer: PreviewRenderer = request.app.state.page_renderer
+    owner = request.app.state.service.tokens.owner(request.headers.get("authorization")) or ""
+    try:
+        data = await renderer.render(owner, (job_id, doc_id, page), path, kind)
+    except PreviewBusy as exc:
+        raise HTTPException(429, str(exc), {"Retry-After": str(exc.retry_after_s)}) from None
     if data is None:
         raise HTTPException(422, "this page cannot be rendered")
     return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private"})

@@ -28,6 +28,9 @@ class DocumentMeta:
     created: float | None
     engine: str
     fingerprint: str
+    #: What outputs call the source (``Source-File``); ``None``: its URI. A job service
+    #: names inputs relative to the job, never by the server's paths.
+    source_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,14 @@ import json
 from collections import Counter
 from typing import Any
 
-from ocrflow.sinks.base import DocumentMeta, FinishedDocument, figure_key, page_text
+from ocrflow.document import blocks_to_rows, linked_blocks
+from ocrflow.sinks.base import (
+    DocumentMeta,
+    FinishedDocument,
+    figure_key,
+    figure_markdown,
+    page_text,
+)
 from ocrflow.sinks.markdown import PAGE_JOINER
 from ocrflow.sources import row_metadata
 from ocrflow.storage import Store
@@ -49,7 +56,7 @@ def dolma_record(result: DocumentResult, meta: DocumentMeta) -> dict[str, Any]:
         "added": _iso(None),
         "created": _iso(meta.created),
         "metadata": {
-            "Source-File": result.source,
+            "Source-File": meta.source_name or result.source,
             "source_path": meta.rel,
             "content_sha256": meta.content_sha256,
             "pdf-total-pages": result.page_count,
@@ -66,8 +73,22 @@ def dolma_record(result: DocumentResult, meta: DocumentMeta) -> dict[str, Any]:
             "page_status": _page_attr(pages, spans, lambda p: str(p.status)),
             "page_rotation": _page_attr(pages, spans, lambda p: p.attributes.get("rotation", 0)),
             **_figures_attr(result.doc_id, pages),
+            **_blocks_attr(result.doc_id, pages, spans),
         },
     }
+
+
+def _blocks_attr(doc_id: str, pages: list[PageResult], spans: list[list[int]]) -> dict[str, Any]:
+    """``page_blocks``: each page's blocks in the compact form of ``document.rows`` (labels,
+    boxes, texts, confidences, lines), figure links as in ``text``; only for documents
+    with blocks, so records without keep their shape."""
+    if not any(page.blocks for page in pages):
+        return {}
+
+    def rows(page: PageResult) -> list[Any]:
+        return blocks_to_rows(linked_blocks(page, lambda f: figure_markdown(doc_id, f)))
+
+    return {"page_blocks": _page_attr(pages, spans, rows)}
 
 
 def _figures_attr(doc_id: str, pages: list[PageResult]) -> dict[str, Any]:

@@ -69,7 +69,7 @@ DOCUMENT_SCHEMA = pa.schema(
         ("pages", pa.list_(PAGE_TYPE)),
         ("figures", pa.list_(FIGURE_TYPE)),
         ("metadata", pa.string()),  # JSON, the Dolma record's metadata
-        ("attributes", pa.string()),  # JSON, the Dolma record's attributes (page spans)
+        ("attributes", pa.string()),  # JSON, the Dolma attributes (page spans, page_blocks)
         ("added", pa.string()),
         ("created", pa.string()),
     ]
@@ -152,7 +152,8 @@ def document_row(result: DocumentResult, meta: DocumentMeta) -> dict[str, Any]:
             figure_entry(result.doc_id, f.page, f.index, f.label, f.box, f.description)
             for f in page.figures
         )
-    return record_row(record, pages, figures, source=result.source, status=str(result.status))
+    return record_row(record, pages, figures, source=meta.source_name or result.source,
+                      status=str(result.status))  # fmt: skip
 
 
 def record_row(

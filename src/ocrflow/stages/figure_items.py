@@ -163,6 +163,7 @@ def finished_document(
             created=meta.get("created"),
             engine=str(meta.get("engine", "")),
             fingerprint=str(meta.get("fingerprint", "")),
+            source_name=meta.get("source_name"),
         ),
     )
 

@@ -135,12 +135,27 @@ async function showDocuments(jobId) {
   }
 }
 
-async function loadImage(img, url) {
-  try {
-    const blob = await (await api(url)).blob();
-    img.src = URL.createObjectURL(blob);
-  } catch (error) {
-    img.alt = "image unavailable: " + error.message;
+// Page images load one at a time: the server renders only a few at once per token (429
+// beyond, with Retry-After), so a long document must not ask for every page together.
+let imageQueue = Promise.resolve();
+const IMAGE_TRIES = 20;
+
+function loadImage(img, url) {
+  imageQueue = imageQueue.then(() => fetchImage(img, url))
+    .catch((error) => { img.alt = "image unavailable: " + error.message; });
+}
+
+async function fetchImage(img, url) {
+  for (let attempt = 1; ; attempt++) {
+    const response = await fetch(url, { headers: authHeaders() });
+    if (response.status === 429 && attempt < IMAGE_TRIES) {
+      const seconds = Number(response.headers.get("Retry-After")) || 1;
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+      continue;
+    }
+    if (!response.ok) { img.alt = "image unavailable: " + response.status; return; }
+    img.src = URL.createObjectURL(await response.blob());
+    return;
   }
 }
 

@@ -1,0 +1,96 @@
+"""Tesseract's TSV output (``tesseract … tsv``) as the page's text and blocks.
+
+One row an element: level 1 the page, 2 a block, 3 a paragraph, 4 a line, 5 a word, each
+with its box in pixels (``left top width height``) and, for words, a confidence 0..100.
+The text is rebuilt as Tesseract's plain-text output writes it (words apart by a space,
+lines by a newline, paragraphs by a blank line), so asking for TSV costs no second run;
+each paragraph is one block with its lines and words, boxes in 0..1 of the page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ocrflow.errors import EngineError
+from ocrflow.types import Block, BlockLabel, Line, Word, union_box, unit_box, unit_score
+
+_COLUMNS = 12
+_PAGE, _PARAGRAPH, _LINE, _WORD = 1, 3, 4, 5
+#: Bullets and numbers that make a paragraph a list item.
+_BULLETS = ("•", "·", "▪", "◦", "●", "○", "■", "□", "-", "–", "—", "*")
+
+
+@dataclass(frozen=True, slots=True)
+class TsvPage:
+    """The page as Tesseract read it: its text and one block a paragraph."""
+
+    text: str
+    blocks: tuple[Block, ...] = ()
+
+
+@dataclass(slots=True)
+class _Paragraph:
+    lines: list[tuple[tuple[int, int, int, int], list[Word]]] = field(default_factory=list)
+
+
+def parse_tsv(tsv: str) -> TsvPage:
+    """The text and blocks of Tesseract's TSV for one page; ``EngineError`` when the output
+    is not its TSV."""
+    rows = tsv.splitlines()
+    if not rows or not rows[0].startswith("level\t"):
+        raise EngineError(f"tesseract gave no TSV: {tsv[:200]!r}")
+    width = height = 0
+    paragraphs: list[_Paragraph] = []
+    for row in rows[1:]:
+        cells = row.split("\t")
+        if len(cells) < _COLUMNS - 1:
+            continue
+        level, box = int(cells[0]), _pixels(cells)
+        if level == _PAGE:
+            width, height = box[2], box[3]
+        elif level == _PARAGRAPH:
+            paragraphs.append(_Paragraph())
+        elif level == _LINE and paragraphs:
+            paragraphs[-1].lines.append((box, []))
+        elif level == _WORD and paragraphs and paragraphs[-1].lines:
+            text = cells[11].strip() if len(cells) > 11 else ""
+            if text:
+                size = (max(width, 1), max(height, 1))
+                paragraphs[-1].lines[-1][1].append(_word(text, box, float(cells[10]), size))
+    blocks = tuple(b for b in (_block(p, width, height) for p in paragraphs) if b is not None)
+    return TsvPage("\n\n".join(block.text for block in blocks), blocks)
+
+
+def _pixels(cells: list[str]) -> tuple[int, int, int, int]:
+    left, top, width, height = (int(v) for v in cells[6:10])
+    return left, top, left + width, top + height
+
+
+def _word(text: str, box: tuple[int, int, int, int], conf: float, size: tuple[int, int]) -> Word:
+    return Word(text, unit_box(box, *size), unit_score(conf / 100) if conf >= 0 else None)
+
+
+def _block(paragraph: _Paragraph, width: int, height: int) -> Block | None:
+    lines = tuple(
+        Line(
+            " ".join(w.text for w in words),
+            unit_box(box, max(width, 1), max(height, 1)),
+            _mean(words),
+            tuple(words),
+        )
+        for box, words in paragraph.lines
+        if words
+    )
+    if not lines:
+        return None
+    text = "\n".join(line.text for line in lines)
+    label = BlockLabel.LIST_ITEM if text.startswith(_BULLETS) else BlockLabel.TEXT
+    words = [w for line in lines for w in line.words]
+    return Block(label, text, union_box(line.bbox for line in lines), _mean(words), lines)
+
+
+def _mean(words: list[Word]) -> float | None:
+    """Word confidences averaged by word length."""
+    scored = [(w.confidence, len(w.text)) for w in words if w.confidence is not None]
+    total = sum(n for _, n in scored)
+    return unit_score(sum(c * n for c, n in scored) / total) if total else None

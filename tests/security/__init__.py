@@ -1,0 +1,1 @@
+"""Attacks on the service's trust boundary, one module per class (docs/security.md)."""
