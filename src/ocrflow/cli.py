@@ -8,27 +8,17 @@ import json
 import logging
 import shlex
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import SecretStr, ValidationError
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from ocrflow.config import (
-    EngineOptions,
-    InputOptions,
-    OutputOptions,
-    PassOptions,
-    RenderOptions,
-    RouteOptions,
-    RunConfig,
-    ScaleOptions,
-    StageOptions,
-)
-from ocrflow.errors import ConfigError, EngineFailing, OcrflowError, OutputError, first_error
+from ocrflow.api import build_run_config
+from ocrflow.config import EngineOptions
+from ocrflow.errors import EngineFailing, OcrflowError, OutputError, first_error
 from ocrflow.evaluation.command import eval_command
 from ocrflow.executors.interrupts import RESUME_HINT, interrupted_exit_code, stoppable
 from ocrflow.executors.plan import (
@@ -47,13 +37,11 @@ from ocrflow.report import print_run_summary, print_status
 from ocrflow.review.command import review_command
 from ocrflow.runstats import RunStats
 from ocrflow.service.command import serve_command
-from ocrflow.sinks import validate_formats
 from ocrflow.skips import Skipped
 from ocrflow.sources import expand_inputs
 from ocrflow.stages.commands import (
     assemble_command,
     describe_command,
-    parse_stages,
     run_later_stages,
 )
 from ocrflow.status import collect_status, out_summary
@@ -105,13 +93,6 @@ def _engine_failure(error: EngineFailing) -> typer.Exit:
     unfinished pages stay pending for the next run."""
     typer.echo(f"error: {error}", err=True)
     return typer.Exit(ENGINE_FAILING)
-
-
-def _read_passwords(path: Path | None) -> list[str]:
-    if path is None:
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [line.rstrip("\r\n") for line in lines if line.strip()]
 
 
 def _configure_logging(quiet: bool) -> None:
@@ -346,58 +327,53 @@ def run(
     5: nothing to convert; 130 / 143: stopped by Ctrl-C / SIGTERM."""
     _configure_logging(quiet)
     try:
-        secrets = [*(password or []), *_read_passwords(passwords)]
-        render = {"target_dim": target_dim, "page_timeout_s": page_timeout}
-        limits = (max_image_pixels, max_pixels, render_memory, workers)
-        fields = ("max_image_pixels", "max_pixels", "worker_memory_mb", "workers")
-        render |= {f: v for f, v in zip(fields, limits, strict=True) if v is not None}
-        config = RunConfig(
-            inputs=tuple(inputs),
-            output=output,
+        config = build_run_config(
+            inputs,
+            output,
             pages=pages,
-            passwords=tuple(SecretStr(s) for s in secrets),
-            render=RenderOptions(**render),
-            route=RouteOptions(text_layer=text_layer),  # type: ignore[arg-type]
-            engine=EngineOptions(
-                kind=engine,  # type: ignore[arg-type]
-                threads=threads,
-                **({"parallel": parallel} if parallel else {}),
-                languages=languages,
-                model=model,
-                served_model_name=served_model_name,
-                recipe=recipe,
-                servers=tuple(server or ()),
-                api_key=SecretStr(api_key) if api_key else None,
-                max_concurrency=max_concurrency,
-                max_page_error_rate=max_page_error_rate,
-                page_deadline_s=page_deadline,
-                request_timeout_s=request_timeout,
-                guided=guided,
-                recipe_options=_key_values(recipe_option or ()),
-                gpus=tuple(g for g in (gpus or "").split(",") if g),
-                server_flags=tuple(f for arg in vllm_arg or () for f in shlex.split(arg)),
-                vllm_command=tuple(shlex.split(vllm_command)),
-                ready_timeout_s=ready_timeout,
-                unreachable_timeout_s=unreachable_timeout,
-                fail_after_s=fail_after,
-                preset=preset,
-            ),
-            passes=PassOptions(
-                clean=clean,
-                roi_labels=tuple(x.strip() for x in (roi_labels or "").split(",") if x.strip()),
-                retry_large_cap=retry_large_cap,
-            ),
-            out=OutputOptions(
-                page_separator=page_separator,
-                formats=validate_formats(output_format.split(",")),
-            ),
-            scale=ScaleOptions(split_pages=split_pages, lease_ttl_s=lease_ttl),
-            stages=StageOptions(
-                stages=parse_stages(stages),
-                describe_model=describe_model,
-                describe_servers=tuple(describe_server or ()),
-            ),
-            input=InputOptions(dataset_column=dataset_column, dataset_id_column=dataset_id_column),
+            password=password,
+            passwords=passwords,
+            target_dim=target_dim,
+            page_timeout=page_timeout,
+            max_image_pixels=max_image_pixels,
+            max_pixels=max_pixels,
+            render_memory=render_memory,
+            workers=workers,
+            text_layer=text_layer,
+            engine=engine,
+            threads=threads,
+            parallel=parallel,
+            languages=languages,
+            model=model,
+            served_model_name=served_model_name,
+            recipe=recipe,
+            server=server,
+            api_key=api_key,
+            max_concurrency=max_concurrency,
+            max_page_error_rate=max_page_error_rate,
+            page_deadline=page_deadline,
+            request_timeout=request_timeout,
+            guided=guided,
+            recipe_option=recipe_option,
+            gpus=gpus,
+            vllm_arg=vllm_arg,
+            vllm_command=vllm_command,
+            ready_timeout=ready_timeout,
+            unreachable_timeout=unreachable_timeout,
+            fail_after=fail_after,
+            preset=preset,
+            clean=clean,
+            roi_labels=roi_labels,
+            retry_large_cap=retry_large_cap,
+            page_separator=page_separator,
+            output_format=output_format,
+            split_pages=split_pages,
+            lease_ttl=lease_ttl,
+            stages=stages,
+            describe_model=describe_model,
+            describe_server=describe_server,
+            dataset_column=dataset_column,
+            dataset_id_column=dataset_id_column,
         )
         check_before_start(config)
         skipped = Skipped()
@@ -461,21 +437,6 @@ def _nothing_to_convert(skipped: Skipped, *, as_json: bool) -> typer.Exit:
     for reason, names in skipped.examples.items():
         typer.echo(f"  {reason}: {', '.join(names)}", err=True)
     return typer.Exit(NOTHING_TO_CONVERT)
-
-
-def _key_values(pairs: Sequence[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` strings as a dict; values are read as JSON when they parse (numbers,
-    booleans), else kept as text."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"expected KEY=VALUE, got {pair!r}")
-        try:
-            options[key.strip()] = json.loads(raw)
-        except ValueError:
-            options[key.strip()] = raw
-    return options
 
 
 def _validation_message(exc: ValidationError) -> str:
