@@ -13,6 +13,11 @@ import pytest
 from tests.browser import browser, module_browser  # noqa: F401
 from tests.needs import ALLOW_VARIABLE, CORPUS, allowed_groups, need, skipped_group
 
+# One moto S3 server for the whole session, for every module that asks for it: defined once
+# here, so that no module's own copy leaves this process's environment (and fsspec's cached
+# S3 filesystem) pointing at another module's server.
+from tests.s3server import s3_endpoint  # noqa: F401
+
 REPO = Path(__file__).resolve().parents[1]
 
 sys.path.insert(0, str(REPO / "scripts"))

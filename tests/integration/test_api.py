@@ -16,7 +16,7 @@ import ocrflow
 from ocrflow.api import NothingToConvert, UnknownOption
 from ocrflow.document import Document, blocks_from_rows
 from ocrflow.errors import ConfigError, WorkspaceError
-from tests.s3server import S3Endpoint, s3_endpoint  # noqa: F401  (the fixture)
+from tests.s3server import S3Endpoint
 
 from .cli_helpers import ocrflow as cli
 from .cli_helpers import results as jsonl_records
@@ -159,7 +159,7 @@ def test_results_of_a_folder_without_a_run(tmp_path: Path) -> None:
 
 @pytest.mark.s3
 @pytest.mark.slow
-def test_results_on_s3(s3_endpoint: S3Endpoint, tmp_path: Path) -> None:  # noqa: F811
+def test_results_on_s3(s3_endpoint: S3Endpoint, tmp_path: Path) -> None:
     out = f"s3://{s3_endpoint.new_bucket()}/out"
     done = cli("run", str(SCANNED), "-o", out, env=s3_endpoint.env)
     assert done.returncode == 0, done.stderr

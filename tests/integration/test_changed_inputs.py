@@ -13,7 +13,7 @@ import make_examples
 import pyarrow.dataset as ds
 import pytest
 
-from tests.s3server import S3Endpoint, s3_endpoint  # noqa: F401  (the fixture)
+from tests.s3server import S3Endpoint
 
 from .cli_helpers import ocrflow, results, status_json
 
@@ -129,7 +129,7 @@ def _done_marker(out: Path, name: str) -> Path:
 
 @pytest.mark.s3
 def test_a_changed_object_in_s3_is_converted_again(
-    s3_endpoint: S3Endpoint,  # noqa: F811
+    s3_endpoint: S3Endpoint,
     tmp_path: Path,
 ) -> None:
     bucket = s3_endpoint.new_bucket()

@@ -18,7 +18,7 @@ from ocrflow.errors import SourceError, WorkspaceError
 from ocrflow.remote import FsspecStore, expand_remote, local_copy
 from ocrflow.sources import expand_inputs
 from ocrflow.storage import open_store
-from tests.s3server import S3Endpoint, s3_endpoint  # noqa: F401  (the fixture)
+from tests.s3server import S3Endpoint
 
 from .cli_helpers import ocrflow
 
@@ -57,7 +57,7 @@ def _race(count: int, attempt: Callable[[int], bool]) -> list[bool]:
 
 
 @pytest.fixture
-def bucket(s3_endpoint: S3Endpoint) -> str:  # noqa: F811
+def bucket(s3_endpoint: S3Endpoint) -> str:
     return s3_endpoint.new_bucket()
 
 
@@ -91,7 +91,7 @@ def test_write_read_list_delete(store: FsspecStore, bucket: str) -> None:
 
 
 @s3
-def test_listing_sees_other_writers(store: FsspecStore, s3_endpoint: S3Endpoint) -> None:  # noqa: F811
+def test_listing_sees_other_writers(store: FsspecStore, s3_endpoint: S3Endpoint) -> None:
     # Another worker writes behind this process's back: no stale directory cache.
     assert store.list("runs") == []
     bucket, _, prefix = store.root.removeprefix("s3://").partition("/")
@@ -108,7 +108,7 @@ def test_unsafe_keys_refused(store: FsspecStore) -> None:
 
 
 @s3
-def test_missing_bucket_is_a_workspace_error(s3_endpoint: S3Endpoint) -> None:  # noqa: F811
+def test_missing_bucket_is_a_workspace_error(s3_endpoint: S3Endpoint) -> None:
     store = FsspecStore(f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/ws")
     with pytest.raises(WorkspaceError):
         store.write_bytes("a.json", b"x")
@@ -188,7 +188,7 @@ def test_write_if_match_race_has_one_winner(store: FsspecStore) -> None:
 @s3
 def test_endpoint_from_ocrflow_variable(
     bucket: str,
-    s3_endpoint: S3Endpoint,  # noqa: F811
+    s3_endpoint: S3Endpoint,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("AWS_ENDPOINT_URL")
@@ -200,7 +200,7 @@ def test_endpoint_from_ocrflow_variable(
 
 # -- inputs ------------------------------------------------------------------------------
 @pytest.fixture
-def inputs(bucket: str, s3_endpoint: S3Endpoint) -> str:  # noqa: F811
+def inputs(bucket: str, s3_endpoint: S3Endpoint) -> str:
     client = s3_endpoint.client()
     objects = {
         "in/a.pdf": _pdf(),
@@ -312,7 +312,7 @@ def test_memory_expand() -> None:
 # -- the product: ocrflow run writing its workspace to S3 ----------------------------------
 @s3
 @pytest.mark.slow
-def test_cli_run_to_s3(bucket: str, s3_endpoint: S3Endpoint, tmp_path: Path) -> None:  # noqa: F811
+def test_cli_run_to_s3(bucket: str, s3_endpoint: S3Endpoint, tmp_path: Path) -> None:
     pdf = tmp_path / "hello.pdf"
     pdf.write_bytes(_pdf())
     out = f"s3://{bucket}/out"

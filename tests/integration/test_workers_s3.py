@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.s3server import S3Endpoint, s3_endpoint  # noqa: F401  (the fixture)
+from tests.s3server import S3Endpoint
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
 
@@ -57,7 +57,7 @@ def _wait_for_lease_of(pid: int, out: str, env: dict[str, str], deadline_s: floa
 def test_two_workers_one_killed_every_page_once(
     corpus: Path,
     samples: Path,
-    s3_endpoint: S3Endpoint,  # noqa: F811
+    s3_endpoint: S3Endpoint,
 ) -> None:
     bucket = s3_endpoint.new_bucket("workers")
     out = f"s3://{bucket}/out"
