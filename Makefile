@@ -20,10 +20,12 @@ demo: $(BIN)/ocrflow
 test: $(BIN)/ocrflow
 	bash scripts/system-deps.sh
 	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 lint: $(BIN)/ocrflow
 	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/lint-imports
 	$(BIN)/ruff format --check src tests bench scripts
 
 bench: bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality

@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO))
 
 from ocrflow.config import EngineOptions, RunConfig  # noqa: E402
 from ocrflow.sinks import DocumentMeta, FigureSink, FinishedDocument  # noqa: E402
-from ocrflow.storage import LocalStore  # noqa: E402
+from ocrflow.storage.local import LocalStore  # noqa: E402
 from ocrflow.types import (  # noqa: E402
     DocStatus,
     DocumentResult,
@@ -49,7 +49,7 @@ from ocrflow.types import (  # noqa: E402
     PageStatus,
     Route,
 )
-from ocrflow.workspace import Workspace  # noqa: E402
+from ocrflow.workspace.state import Workspace  # noqa: E402
 from tests.fakevllm.process import running_server  # noqa: E402
 
 MAX_NUM_SEQS = 128

@@ -39,13 +39,13 @@ from ocrflow.engines import embedded as embedded_module
 from ocrflow.engines.embedded import EmbeddedEngine, decode_page_image
 from ocrflow.engines.geometry import PageFrame, ocr_blocks
 from ocrflow.engines.layout import TextBox, laid_out
-from ocrflow.records import PageSummary
 from ocrflow.render import textlayer
 from ocrflow.render.jobs import PageJob, ProbeJob, RenderSpec, probe_document, render_pages
 from ocrflow.sinks.base import DocumentMeta
 from ocrflow.sinks.jsonl import dolma_record, jsonl_line
 from ocrflow.types import DocStatus, DocumentResult, ImageSize, PageResult, Route
-from ocrflow.workspace import page_from_dict, page_to_dict
+from ocrflow.workspace.records import PageSummary
+from ocrflow.workspace.state import page_from_dict, page_to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -28,14 +28,14 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import make_dataset  # noqa: E402
 
 from ocrflow.sinks import DocumentMeta, FinishedDocument, JsonlSink, ParquetSink  # noqa: E402
-from ocrflow.storage import LocalStore  # noqa: E402
+from ocrflow.storage.local import LocalStore  # noqa: E402
 from ocrflow.types import DocStatus, DocumentResult, PageResult, Route  # noqa: E402
 
 LINE = "The reading room received four hundred boxes of letters, invoices and contracts. "
 CHILD = r"""
 import json, resource, sys
 import pyarrow as pa
-from ocrflow.dataset_source import iter_dataset_rows
+from ocrflow.inputs.dataset import iter_dataset_rows
 pool, peak, rows, total = pa.default_memory_pool(), 0, 0, 0
 for row in iter_dataset_rows(sys.argv[1], batch_size=16):
     rows += 1

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ocrflow.sinks import DocumentMeta, FinishedDocument, JsonlSink
-from ocrflow.storage import LocalStore
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, DocumentResult, PageResult, Route
-from ocrflow.workspace import Workspace
+from ocrflow.workspace.state import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

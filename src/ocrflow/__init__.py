@@ -20,7 +20,7 @@ _LAZY = {
     "convert": "ocrflow.api",
     "run": "ocrflow.api",
     "RunSummary": "ocrflow.api",
-    "results": "ocrflow.results_reader",
+    "results": "ocrflow.sinks.results",
     "Document": "ocrflow.document",
     "Page": "ocrflow.document",
     "Block": "ocrflow.document",
@@ -46,7 +46,7 @@ __all__ = [
 if TYPE_CHECKING:
     from ocrflow.api import RunSummary, convert, run
     from ocrflow.document import Block, BlockLabel, Document, Line, Page, Word
-    from ocrflow.results_reader import results
+    from ocrflow.sinks.results import results
 
 
 def __getattr__(name: str) -> Any:

@@ -1,6 +1,7 @@
 """The Python API: ``ocrflow.convert`` (one document, no workspace), ``ocrflow.run`` (a
 resumable batch, as ``ocrflow run`` does it), and ``build_run_config``, the one place the
-options of ``ocrflow run`` become a ``RunConfig`` (the CLI uses it too).
+options of ``ocrflow run`` become a ``RunConfig`` (``ocrflow.config.builder``, which the
+CLI, the job service and joining workers use too).
 
 Options have the Python names of ``ocrflow run``'s flags (``--text-layer`` is
 ``text_layer``, ``--server`` is ``server``, ``--format`` is ``output_format``). An option
@@ -14,170 +15,46 @@ module: a script calls the API under ``if __name__ == "__main__":`` (a notebook 
 from __future__ import annotations
 
 import asyncio
-import difflib
 import io
-import json
 import os
-import shlex
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr, ValidationError
+from pydantic import ValidationError
 
-from ocrflow.config import RunConfig
+from ocrflow.config.builder import OPTION_NAMES, UnknownOption, build_run_config, check_option_names
+from ocrflow.config.flags import flag_for
 from ocrflow.document import Document
 from ocrflow.errors import ConfigError
 from ocrflow.executors.local import run_local
 from ocrflow.executors.plan import Plan, execute_plan, worker_options
-from ocrflow.flags import flag_for
-from ocrflow.preflight import check_before_start
-from ocrflow.results_reader import results
-from ocrflow.runstats import RunStats
-from ocrflow.sinks import validate_formats
-from ocrflow.skips import Skipped
-from ocrflow.sources import expand_inputs
-from ocrflow.stages.commands import parse_stages, run_later_stages
-from ocrflow.status import out_summary
-from ocrflow.storage import open_store
-from ocrflow.workspace import Workspace
+from ocrflow.executors.preflight import check_before_start
+from ocrflow.inputs.expand import expand_inputs
+from ocrflow.inputs.skips import Skipped
+from ocrflow.observe.runstats import RunStats
+from ocrflow.observe.status import out_summary
+from ocrflow.sinks.results import results
+from ocrflow.stages.commands import run_later_stages
+from ocrflow.storage.open import open_store
+from ocrflow.workspace.state import Workspace
 
-Convert = Callable[[Any], Any]
+__all__ = ["NothingToConvert", "RunSummary", "UnknownOption", "build_run_config", "convert", "run"]
 
-
-def _words(value: str | Iterable[str], sep: str = ",") -> tuple[str, ...]:
-    """``"a,b"`` or ``["a", "b"]`` as ``("a", "b")``, blanks dropped."""
-    items = value.split(sep) if isinstance(value, str) else value
-    return tuple(str(item).strip() for item in items if str(item).strip())
-
-
-def _many(value: str | Iterable[str]) -> tuple[str, ...]:
-    """One value or several (a repeatable flag)."""
-    return (value,) if isinstance(value, str) else tuple(value)
-
-
-def _argv(value: str | Iterable[str]) -> tuple[str, ...]:
-    """Shell words: ``"--a 1"`` or ``["--a 1", "--b"]`` as ``("--a", "1", "--b")``."""
-    return tuple(word for arg in _many(value) for word in shlex.split(arg))
-
-
-def key_values(pairs: str | Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
-    """``KEY=VALUE`` strings (or a mapping) as a dict; values are read as JSON when they
-    parse (numbers, booleans), else kept as text."""
-    if isinstance(pairs, Mapping):
-        return dict(pairs)
-    options: dict[str, Any] = {}
-    for pair in _many(pairs):
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"expected KEY=VALUE, got {pair!r}")
-        try:
-            options[key.strip()] = json.loads(raw)
-        except ValueError:
-            options[key.strip()] = raw
-    return options
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-#: Option (``ocrflow run``'s flag, Python name) -> (section of ``RunConfig``, its field,
-#: how the value is read). Section ``""``: a field of ``RunConfig`` itself.
-_OPTIONS: dict[str, tuple[str, str, Convert]] = {
-    "pages": ("", "pages", _same),
-    "target_dim": ("render", "target_dim", _same),
-    "page_timeout": ("render", "page_timeout_s", _same),
-    "max_image_pixels": ("render", "max_image_pixels", _same),
-    "max_pixels": ("render", "max_pixels", _same),
-    "render_memory": ("render", "worker_memory_mb", _same),
-    "workers": ("render", "workers", _same),
-    "text_layer": ("route", "text_layer", _same),
-    "engine": ("engine", "kind", _same),
-    "threads": ("engine", "threads", _same),
-    "parallel": ("engine", "parallel", _same),
-    "languages": ("engine", "languages", _same),
-    "model": ("engine", "model", _same),
-    "served_model_name": ("engine", "served_model_name", _same),
-    "recipe": ("engine", "recipe", _same),
-    "server": ("engine", "servers", _many),
-    "api_key": ("engine", "api_key", SecretStr),
-    "max_concurrency": ("engine", "max_concurrency", _same),
-    "max_page_error_rate": ("engine", "max_page_error_rate", _same),
-    "page_deadline": ("engine", "page_deadline_s", _same),
-    "request_timeout": ("engine", "request_timeout_s", _same),
-    "guided": ("engine", "guided", _same),
-    "recipe_option": ("engine", "recipe_options", key_values),
-    "gpus": ("engine", "gpus", _words),
-    "vllm_arg": ("engine", "server_flags", _argv),
-    "vllm_command": ("engine", "vllm_command", _argv),
-    "ready_timeout": ("engine", "ready_timeout_s", _same),
-    "unreachable_timeout": ("engine", "unreachable_timeout_s", _same),
-    "fail_after": ("engine", "fail_after_s", _same),
-    "preset": ("engine", "preset", _same),
-    "clean": ("passes", "clean", _same),
-    "roi_labels": ("passes", "roi_labels", _words),
-    "retry_large_cap": ("passes", "retry_large_cap", _same),
-    "page_separator": ("out", "page_separator", _same),
-    "output_format": ("out", "formats", lambda v: validate_formats(_words(v))),
-    "split_pages": ("scale", "split_pages", _same),
-    "lease_ttl": ("scale", "lease_ttl_s", _same),
-    "stages": ("stages", "stages", lambda v: parse_stages(",".join(_words(v)))),
-    "describe_model": ("stages", "describe_model", _same),
-    "describe_server": ("stages", "describe_servers", _many),
-    "dataset_column": ("input", "dataset_column", _same),
-    "dataset_id_column": ("input", "dataset_id_column", _same),
-}
 #: Options of how a batch runs, not of what it makes (``ocrflow.run`` only).
 _RUN_OPTIONS = frozenset(
     {"executor", "ray_address", "ray_workers", "shard_index", "num_shards", "quiet"}
 )
-_SECRETS = frozenset({"password", "passwords"})
-
-
-class UnknownOption(ConfigError, TypeError):
-    """An option ``ocrflow run`` does not have (a ``TypeError`` too, as for a bad keyword)."""
 
 
 class NothingToConvert(ConfigError):
     """The inputs hold no PDF or image (``ocrflow run`` exits 5)."""
 
     reason = "nothing_to_convert"
-
-
-def build_run_config(
-    inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    output: str | os.PathLike[str],
-    **options: Any,
-) -> RunConfig:
-    """The ``RunConfig`` of ``ocrflow run INPUTS -o OUTPUT`` with ``options`` (Python names
-    of its flags; ``password``: one or several, ``passwords``: a file of them, one a line).
-    Options left out or ``None`` take the configuration's defaults. Raises
-    ``UnknownOption`` naming an option ``ocrflow run`` lacks, ``ConfigError`` for a value
-    that cannot be read, pydantic's ``ValidationError`` for one the configuration refuses
-    (the CLI names its flag, ``run`` and ``convert`` its Python name)."""
-    _check_names(options, set(_OPTIONS) | _SECRETS)
-    sections: dict[str, dict[str, Any]] = {}
-    for name, value in options.items():
-        if value is None or name in _SECRETS:
-            continue
-        section, field, read = _OPTIONS[name]
-        sections.setdefault(section, {})[field] = read(value)
-    top = sections.pop("", {})
-    secrets = [*_many(options.get("password") or ()), *_password_file(options.get("passwords"))]
-    return RunConfig.model_validate(
-        {
-            **top,
-            "inputs": tuple(os.fspath(i) for i in _paths(inputs)),
-            "output": os.fspath(output),
-            "passwords": tuple(SecretStr(s) for s in secrets),
-            **sections,
-        }
-    )
 
 
 def convert(source: str | os.PathLike[str] | bytes | Any, **options: Any) -> Document:
@@ -235,7 +112,7 @@ def run(
     options, ``OutputError`` when OUT cannot be written, ``EngineFailing`` when the engine
     kept failing; a failed document is no error (see ``exit_code`` and ``stats``).
     """
-    _check_names(options, set(_OPTIONS) | _SECRETS | _RUN_OPTIONS)
+    check_option_names(options, OPTION_NAMES | _RUN_OPTIONS)
     batch = {k: options.pop(k) for k in _RUN_OPTIONS & set(options)}
     try:
         config = build_run_config(inputs, output, **options)
@@ -319,25 +196,6 @@ def _suffix(blob: bytes) -> str:
     except (UnidentifiedImageError, OSError):
         raise ConfigError("convert(): the bytes are neither a PDF nor an image") from None
     return {"jpeg": ".jpg", "tiff": ".tiff", "png": ".png"}.get(kind, f".{kind}")
-
-
-def _paths(inputs: Any) -> tuple[Any, ...]:
-    return (inputs,) if isinstance(inputs, str | os.PathLike) else tuple(inputs)
-
-
-def _password_file(path: str | os.PathLike[str] | None) -> list[str]:
-    if path is None:
-        return []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return [line.rstrip("\r\n") for line in lines if line.strip()]
-
-
-def _check_names(options: Mapping[str, Any], known: set[str]) -> None:
-    for name in options:
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise UnknownOption(f"unknown option {name!r}{hint}")
 
 
 def _option_message(exc: ValidationError) -> str:

@@ -19,11 +19,11 @@ from pathlib import Path
 from PIL import Image
 
 from ocrflow.engines.openai import OpenAIEngine
-from ocrflow.policy import AttemptPolicy, TransportPolicy
+from ocrflow.readers.policy import AttemptPolicy, TransportPolicy
+from ocrflow.readers.vlm import VlmReader
 from ocrflow.recipes.olmocr import TEMPERATURES, OlmocrRecipe
 from ocrflow.render.jobs import RenderedPage
 from ocrflow.types import PageImage, PageKey, PageResult, Route
-from ocrflow.vlm_reader import VlmReader
 from tests.fakevllm.process import ServerHandle, running_server
 from tests.fakevllm.server import B64_BYTES_PER_IMAGE_TOKEN
 

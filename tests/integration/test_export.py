@@ -8,12 +8,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from ocrflow.errors import ConfigError
-from ocrflow.export import export
 from ocrflow.sinks import DocumentMeta, FinishedDocument, JsonlSink
 from ocrflow.sinks.parquet import ParquetSink, read_documents
-from ocrflow.storage import LocalStore
+from ocrflow.stages.export import export
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, DocumentResult, Figure, PageResult, PageStatus, Route
-from ocrflow.workspace import Workspace
+from ocrflow.workspace.state import Workspace
 from tests.integration.cli_helpers import ocrflow, results
 
 ROOT = Path(__file__).resolve().parents[2]

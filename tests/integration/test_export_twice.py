@@ -11,9 +11,9 @@ import pyarrow.dataset as ds
 import pytest
 
 from ocrflow.sinks import DocumentMeta, FinishedDocument, JsonlSink
-from ocrflow.storage import LocalStore
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, DocumentResult, PageResult, Route
-from ocrflow.workspace import Workspace
+from ocrflow.workspace.state import Workspace
 from tests.integration.cli_helpers import ocrflow
 
 META = DocumentMeta("in/doc.pdf", "ab" * 32, 1_700_000_000.0, "fake", "fp")
@@ -69,8 +69,8 @@ def test_hf_export_twice_and_after_parquet(out: Path, tmp_path: Path) -> None:
 
 def test_more_shards_then_fewer_leaves_no_stale_shard(out: Path, tmp_path: Path) -> None:
     dest = tmp_path / "pq"
-    from ocrflow.export import export
-    from ocrflow.sinks.parquet import ShardLimits
+    from ocrflow.stages.export import export
+    from ocrflow.storage.shards import ShardLimits
 
     export(str(out), "parquet", str(dest), limits=ShardLimits(max_rows=2))
     assert len(list(dest.glob("*.parquet"))) == 3

@@ -26,12 +26,13 @@ import make_examples
 import pytest
 
 from ocrflow.config import EngineOptions, RenderOptions, RouteOptions, RunConfig, ScaleOptions
+from ocrflow.executors.item_loop import WorkerOptions
 from ocrflow.executors.local import plan_run
-from ocrflow.executors.worker import WorkerOptions, work
-from ocrflow.leases import HOST_ID_VARIABLE, LEASES_DIR, LeaseManager, new_owner
-from ocrflow.runstats import RunStats
-from ocrflow.storage import LocalStore
-from ocrflow.workspace import Workspace
+from ocrflow.executors.worker import work
+from ocrflow.observe.runstats import RunStats
+from ocrflow.storage.local import LocalStore
+from ocrflow.workspace.leases import HOST_ID_VARIABLE, LEASES_DIR, LeaseManager, new_owner
+from ocrflow.workspace.state import Workspace
 from tests.fakevllm.process import running_server
 
 from .cli_helpers import results, status_json

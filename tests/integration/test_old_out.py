@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ocrflow.document import Document, blocks_from_rows, document_from_result
-from ocrflow.storage import LocalStore
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, DocumentResult, PageResult, Route
-from ocrflow.workspace import Workspace
+from ocrflow.workspace.state import Workspace
 
 from .cli_helpers import ocrflow, results
 

@@ -19,8 +19,9 @@ import pyarrow.parquet as pq
 import pypdfium2 as pdfium
 import pytest
 
-from ocrflow.sinks.parquet import read_documents, shard_keys
-from ocrflow.storage import LocalStore
+from ocrflow.sinks.parquet import read_documents
+from ocrflow.storage.local import LocalStore
+from ocrflow.storage.shards import shard_keys
 from tests.fakevllm.process import running_server
 
 from .cli_helpers import ocrflow, results

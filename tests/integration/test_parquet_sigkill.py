@@ -18,15 +18,17 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from ocrflow.sinks.parquet import finalize_shards, shard_keys
-from ocrflow.storage import LocalStore
+from ocrflow.sinks.parquet import finalize_shards
+from ocrflow.storage.local import LocalStore
+from ocrflow.storage.shards import shard_keys
 
 DOCS = 150
 CHILD = r"""
 import json, os, signal, sys, time
-from ocrflow.sinks.parquet import ParquetSink, ShardLimits
+from ocrflow.sinks.parquet import ParquetSink
+from ocrflow.storage.shards import ShardLimits
 from ocrflow.sinks import DocumentMeta, FinishedDocument
-from ocrflow.storage import LocalStore
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, DocumentResult, PageResult, Route
 
 out, count, kill_at = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from ocrflow.errors import SourceError, WorkspaceError
-from ocrflow.remote import FsspecStore, expand_remote, local_copy
-from ocrflow.sources import expand_inputs
-from ocrflow.storage import open_store
+from ocrflow.inputs.expand import expand_inputs
+from ocrflow.inputs.remote import expand_remote, local_copy
+from ocrflow.storage.fsspec_store import FsspecStore
+from ocrflow.storage.open import open_store
 from tests.s3server import S3Endpoint
 
 from .cli_helpers import ocrflow

@@ -22,8 +22,8 @@ from ocrflow.service import resources
 from ocrflow.service.layout import JobDir, JobMeta, new_job_id
 from ocrflow.service.options import JobOptions, job_config
 from ocrflow.service.scheduler import Scheduler, SchedulerSettings
-from ocrflow.storage import open_store
-from ocrflow.workspace import Workspace
+from ocrflow.storage.open import open_store
+from ocrflow.workspace.state import Workspace
 from tests.fakevllm.process import ServerHandle, running_server
 
 from .serve_helpers import EXAMPLES

@@ -23,9 +23,9 @@ from PIL import Image, ImageDraw
 from ocrflow.config import EngineOptions, RunConfig
 from ocrflow.sinks import DocumentMeta, FigureSink, FinishedDocument
 from ocrflow.sinks.parquet import read_documents
-from ocrflow.storage import LocalStore
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, DocumentResult, Figure, PageResult, PageStatus, Route
-from ocrflow.workspace import Workspace
+from ocrflow.workspace.state import Workspace
 from tests.fakevllm.process import ServerHandle, running_server
 from tests.fakevllm.replies import page_tag
 

@@ -21,7 +21,7 @@ import pytest
 
 from ocrflow.config import EngineOptions
 from ocrflow.engines.presets import FP8_KV_FLAGS, FP8_WEIGHT_FLAGS
-from ocrflow.engines.session import managed_flags
+from ocrflow.readers.session import managed_flags
 from ocrflow.recipes.deepseek import DeepseekRecipe
 from tests.needs import TINY_VLM, VLLM_VENV, need_vllm
 

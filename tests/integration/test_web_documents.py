@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from PIL import Image
 
-from ocrflow.metrics import Metrics
+from ocrflow.observe.metrics import Metrics
 from ocrflow.service import metrics as service_metrics
 from ocrflow.service import web
 from ocrflow.service.auth import TokenSet, hash_token

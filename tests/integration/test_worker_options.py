@@ -8,8 +8,8 @@ from pathlib import Path
 
 import make_examples
 
-from ocrflow.storage import open_store
-from ocrflow.workitems import Manifest
+from ocrflow.storage.open import open_store
+from ocrflow.workspace.workitems import Manifest
 
 from .cli_helpers import ocrflow, results
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ocrflow.access import AccessRefused, service_policy
 from ocrflow.config import InputOptions
-from ocrflow.dataset_source import RowFetcher
+from ocrflow.config.access import AccessRefused, service_policy
 from ocrflow.errors import SourceError
-from ocrflow.sources import expand_inputs
+from ocrflow.inputs.dataset_rows import RowFetcher
+from ocrflow.inputs.expand import expand_inputs
 from tests.integration.serve_helpers import TOKEN_A, Served, auth, serving, wait_status
 from tests.security.access_helpers import everything_said, text_pdf
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ocrflow.access import (
+from ocrflow.config import RunConfig
+from ocrflow.config.access import (
     AccessPolicy,
     AccessRefused,
     check_prefixes,
@@ -18,9 +19,8 @@ from ocrflow.access import (
     read_capped,
     service_policy,
 )
-from ocrflow.config import RunConfig
 from ocrflow.errors import ConfigError, SourceError
-from ocrflow.sources import glob_match
+from ocrflow.inputs.globs import glob_match
 
 HOST = "http://files.example:8000/docs"
 ALLOWED = [f"{HOST}/a.pdf", "HTTP://FILES.example:8000/docs/a.pdf", f"{HOST}/my%20file.pdf",

@@ -8,20 +8,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ocrflow.dataset_source import (
-    RowCursor,
-    RowFetcher,
+from ocrflow.errors import ConfigError, SourceError
+from ocrflow.inputs.dataset import (
     dataset_files,
     dataset_schema,
     is_dataset_input,
     iter_dataset_rows,
     iter_row_sources,
-    write_back,
 )
-from ocrflow.errors import ConfigError, SourceError
-from ocrflow.sinks.parquet import ShardLimits
-from ocrflow.sources import RowRef, expand_inputs, parse_row_uri, row_uri
-from ocrflow.storage import LocalStore
+from ocrflow.inputs.dataset_rows import RowCursor, RowFetcher
+from ocrflow.inputs.expand import expand_inputs
+from ocrflow.inputs.source import RowRef, parse_row_uri, row_uri
+from ocrflow.sinks.dataset_writeback import write_back
+from ocrflow.storage.local import LocalStore
+from ocrflow.storage.shards import ShardLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_PDF = ROOT / "examples" / "born-digital.pdf"

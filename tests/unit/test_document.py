@@ -21,10 +21,9 @@ from ocrflow.document import (
     blocks_to_rows,
     document_from_result,
 )
-from ocrflow.records import DoneRecord
 from ocrflow.sinks.base import DocumentMeta, figure_markdown
 from ocrflow.sinks.jsonl import dolma_record
-from ocrflow.storage import LocalStore
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import (
     DocStatus,
     DocumentResult,
@@ -36,7 +35,8 @@ from ocrflow.types import (
     unturn_blocks,
     unturn_box,
 )
-from ocrflow.workspace import Workspace, page_from_dict, page_to_dict
+from ocrflow.workspace.records import DoneRecord
+from ocrflow.workspace.state import Workspace, page_from_dict, page_to_dict
 
 LINES = (
     Line("first line", (0.1, 0.1, 0.5, 0.12), 0.98, (Word("first", (0.1, 0.1, 0.2, 0.12), 0.99),)),

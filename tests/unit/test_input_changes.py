@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ocrflow.input_changes import refresh_changed
-from ocrflow.pipeline import content_hash, document_id
-from ocrflow.sources import Source
-from ocrflow.storage import LocalStore
+from ocrflow.executors.input_changes import refresh_changed
+from ocrflow.inputs.source import Source
+from ocrflow.pipeline.documents import content_hash, document_id
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, DocumentResult
-from ocrflow.workitems import Manifest, document_items, range_items, source_stamp
-from ocrflow.workspace import Workspace
+from ocrflow.workspace.state import Workspace
+from ocrflow.workspace.workitems import Manifest, document_items, range_items, source_stamp
 
 
 def _source(path: Path) -> Source:

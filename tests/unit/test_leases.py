@@ -11,8 +11,14 @@ from pathlib import Path
 import pytest
 
 from ocrflow.errors import OutputError
-from ocrflow.leases import HOST_ID_VARIABLE, LEASES_DIR, LeaseLost, LeaseManager, new_owner
-from ocrflow.storage import LocalStore
+from ocrflow.storage.local import LocalStore
+from ocrflow.workspace.leases import (
+    HOST_ID_VARIABLE,
+    LEASES_DIR,
+    LeaseLost,
+    LeaseManager,
+    new_owner,
+)
 
 
 def test_claim_renew_release(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ocrflow.markdown_clean import (
+from ocrflow.readers.markdown_clean import (
     clean_markdown,
     clean_page,
     collapse_blank_lines,

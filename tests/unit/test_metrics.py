@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from ocrflow.engines.limiter import ReplicaLimiter
 from ocrflow.engines.openai import Replica
 from ocrflow.errors import EngineUnavailable
-from ocrflow.metrics import Metrics, serve_metrics
-from ocrflow.sources import Source
+from ocrflow.inputs.source import Source
+from ocrflow.observe.metrics import Metrics, serve_metrics
 from ocrflow.types import (
     DocStatus,
     DocumentResult,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ocrflow.names import MAX_COMPONENT_BYTES, cap_component, safe_relpath, unique_names
+from ocrflow.inputs.source import Source
 from ocrflow.sinks import markdown_key
-from ocrflow.sources import Source
-from ocrflow.storage import LocalStore
+from ocrflow.storage.local import LocalStore
+from ocrflow.storage.names import MAX_COMPONENT_BYTES, cap_component, safe_relpath, unique_names
 
 CJK_200 = "文" * 200 + ".pdf"  # 604 bytes: fine as an S3 key, too long for any file name
 EMOJI = "😀" * 100 + ".png"  # 4-byte characters

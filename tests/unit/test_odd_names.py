@@ -12,14 +12,14 @@ import pytest
 from pydantic import ValidationError
 
 from ocrflow.config import RenderOptions, RunConfig, ScaleOptions
-from ocrflow.flags import validation_message
-from ocrflow.names import escape_bytes, local_path, local_uri, safe_relpath, shown
-from ocrflow.records import WorkItem
+from ocrflow.config.flags import validation_message
+from ocrflow.inputs.expand import OCRFLOW_MARKERS, expand_inputs
+from ocrflow.inputs.skips import Skipped, load_skipped, save_skipped
 from ocrflow.service.uploads import UploadError, check_uploaded_documents
-from ocrflow.skips import Skipped, load_skipped, save_skipped
-from ocrflow.sources import OCRFLOW_MARKERS, expand_inputs
-from ocrflow.storage import LocalStore
-from ocrflow.workitems import document_items, item_id_for
+from ocrflow.storage.local import LocalStore
+from ocrflow.storage.names import escape_bytes, local_path, local_uri, safe_relpath, shown
+from ocrflow.workspace.records import WorkItem
+from ocrflow.workspace.workitems import document_items, item_id_for
 
 PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
 LATIN1 = os.fsdecode(b"caf\xe9.pdf")  # a Latin-1 file name, as Python reads it

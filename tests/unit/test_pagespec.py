@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from ocrflow.config.pagespec import select_pages, validate_page_spec
 from ocrflow.errors import ConfigError
-from ocrflow.pagespec import select_pages, validate_page_spec
 
 
 @pytest.mark.parametrize(

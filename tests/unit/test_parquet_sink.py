@@ -8,14 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from ocrflow.sinks import DocumentMeta, FinishedDocument, JsonlSink
-from ocrflow.sinks.parquet import (
-    ParquetSink,
-    ShardLimits,
-    finalize_shards,
-    read_documents,
-    shard_keys,
-)
-from ocrflow.storage import LocalStore
+from ocrflow.sinks.parquet import ParquetSink, finalize_shards, read_documents
+from ocrflow.storage.local import LocalStore
+from ocrflow.storage.shards import ShardLimits, shard_keys
 from ocrflow.types import DocStatus, DocumentResult, Figure, PageResult, PageStatus, Route
 
 META = DocumentMeta("a/doc.pdf", "ab" * 32, 1_700_000_000.0, "fake", "fp")

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ocrflow.pipeline import assemble_document, document_id
+from ocrflow.pipeline.documents import assemble_document, document_id
 from ocrflow.types import DocStatus, PageResult, PageStatus, Route
 
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from ocrflow.progress import LogProgress, PageTally
-from ocrflow.sources import Source
+from ocrflow.inputs.source import Source
+from ocrflow.observe.progress import LogProgress, PageTally
 from ocrflow.types import DocStatus, DocumentResult, PageResult, PageStatus, Route
 
 

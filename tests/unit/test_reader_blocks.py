@@ -8,12 +8,13 @@ import asyncio
 
 import pytest
 
-from ocrflow.markdown_clean import clean_page
-from ocrflow.reader import PlainReader
+from ocrflow.pipeline.route import settled_page
+from ocrflow.readers.markdown_clean import clean_page
+from ocrflow.readers.plain import PlainReader
+from ocrflow.readers.vlm import VlmReader
 from ocrflow.recipes.deepseek import GRID, DeepseekRecipe
 from ocrflow.recipes.olmocr import OlmocrRecipe
 from ocrflow.render.jobs import RenderedPage
-from ocrflow.route import settled_page
 from ocrflow.types import (
     Block,
     BlockLabel,
@@ -25,7 +26,6 @@ from ocrflow.types import (
     Route,
     unturn_box,
 )
-from ocrflow.vlm_reader import VlmReader
 from tests.unit.test_vlm_reader import QUICK, ScriptedEngine, good, page, png
 
 TEXT_BLOCKS = (

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ocrflow.leases import LeaseManager
-from ocrflow.records import DoneRecord, ItemDone, LeaseRecord, RunRecord, WorkItem
-from ocrflow.status import collect_status
-from ocrflow.storage import LocalStore
+from ocrflow.observe.status import collect_status
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, DocumentResult, PageResult, Route
-from ocrflow.workitems import Manifest
-from ocrflow.workspace import Workspace, result_from_done
+from ocrflow.workspace.leases import LeaseManager
+from ocrflow.workspace.records import DoneRecord, ItemDone, LeaseRecord, RunRecord, WorkItem
+from ocrflow.workspace.state import Workspace, result_from_done
+from ocrflow.workspace.workitems import Manifest
 
 # What the previous main wrote (json.dumps of its dicts), per record kind.
 OLD_DONE = {

@@ -10,14 +10,15 @@ import pytest
 
 from ocrflow.errors import ConfigError
 from ocrflow.review import ReviewOptions, build_review, markdown_to_html
-from ocrflow.review.select import iter_done_records, parse_only, select_records
-from ocrflow.storage import LocalStore
+from ocrflow.review.select import parse_only, select_records
+from ocrflow.sinks.results import done_markers
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, Figure, Route
 from tests.review_helpers import EXAMPLES, add_document, make_mixed_run, page
 
 
 def _ids(out: Path, **kw: object) -> list[str]:
-    records = iter_done_records(LocalStore(out))
+    records = done_markers(LocalStore(out))
     return [r.doc_id for r in select_records(records, **kw)]  # type: ignore[arg-type]
 
 
@@ -55,7 +56,7 @@ def test_sample_is_reproducible_nested_and_seeded(tmp_path: Path) -> None:
 
 def test_sample_ignores_listing_order(tmp_path: Path) -> None:
     make_mixed_run(tmp_path, 20)
-    records = list(iter_done_records(LocalStore(tmp_path)))
+    records = list(done_markers(LocalStore(tmp_path)))
     forward = [r.doc_id for r in select_records(records, sample=4)]
     backward = [r.doc_id for r in select_records(reversed(records), sample=4)]
     assert forward == backward

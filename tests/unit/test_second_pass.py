@@ -10,14 +10,14 @@ import pytest
 from PIL import Image, ImageDraw
 
 from ocrflow.errors import ConfigError, EngineUnavailable
-from ocrflow.recipes.deepseek import DeepseekRecipe, split_regions
-from ocrflow.recipes.olmocr import OlmocrRecipe
-from ocrflow.second_pass import (
+from ocrflow.readers.second_pass import (
     SecondPass,
     check_region_text,
     rebuild_reply,
     second_pass_for,
 )
+from ocrflow.recipes.deepseek import DeepseekRecipe, split_regions
+from ocrflow.recipes.olmocr import OlmocrRecipe
 from ocrflow.types import EngineReply, PageImage, PageRequest
 
 REPLY = (

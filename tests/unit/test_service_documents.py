@@ -9,9 +9,9 @@ import pytest
 
 from ocrflow.service.documents import DocumentNotFound, document_view, list_documents
 from ocrflow.sinks.jsonl import assemble_text
-from ocrflow.storage import open_store
+from ocrflow.storage.open import open_store
 from ocrflow.types import DocStatus, DocumentResult, PageResult, PageStatus, Route
-from ocrflow.workspace import Workspace
+from ocrflow.workspace.state import Workspace
 
 DOC = "0f" * 8
 

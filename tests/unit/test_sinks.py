@@ -16,7 +16,7 @@ from ocrflow.sinks import (
     render_markdown,
     safe_relpath,
 )
-from ocrflow.storage import LocalStore
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, DocumentResult, PageResult, PageStatus, Route
 
 PAGES = (

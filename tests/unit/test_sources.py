@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from ocrflow.errors import SourceError
-from ocrflow.sources import expand_inputs, sniff_kind
+from ocrflow.inputs.expand import expand_inputs
+from ocrflow.inputs.source import sniff_kind
 
 
 def test_sniff_by_content() -> None:

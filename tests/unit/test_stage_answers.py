@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from ocrflow.config import parse_stages
 from ocrflow.errors import ConfigError
 from ocrflow.sinks import DocumentMeta, FigureSink, FinishedDocument
 from ocrflow.sinks.base import alt_text, page_text
+from ocrflow.sinks.figure_records import figure_doc_ids, finished_document, load_figure_document
 from ocrflow.stages.answers import answer_markdown, prompt_for
-from ocrflow.stages.commands import parse_stages
-from ocrflow.stages.figure_items import figure_doc_ids, finished_document, load_figure_document
-from ocrflow.storage import LocalStore
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, DocumentResult, Figure, PageResult, PageStatus, Route
 
 

@@ -19,12 +19,12 @@ import pytest
 from PIL import Image
 
 from ocrflow.errors import EngineError, EngineRejected, EngineUnavailable
-from ocrflow.policy import AttemptPolicy, TransportPolicy
+from ocrflow.readers.policy import AttemptPolicy, TransportPolicy
+from ocrflow.readers.vlm import VlmReader
 from ocrflow.recipes.deepseek import DeepseekRecipe
 from ocrflow.recipes.olmocr import TEMPERATURES, OlmocrRecipe
 from ocrflow.render.jobs import RenderedPage
 from ocrflow.types import EngineReply, PageImage, PageKey, PageRequest, PageStatus, Route
-from ocrflow.vlm_reader import VlmReader
 
 FRONT = (
     "---\nprimary_language: en\nis_rotation_valid: {valid}\nrotation_correction: {turn}\n"

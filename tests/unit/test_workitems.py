@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ocrflow.sources import Source
-from ocrflow.storage import LocalStore
-from ocrflow.workitems import Manifest, document_items, item_id_for, range_items
+from ocrflow.inputs.source import Source
+from ocrflow.storage.local import LocalStore
+from ocrflow.workspace.workitems import Manifest, document_items, item_id_for, range_items
 
 
 def _sources(*names: str) -> list[tuple[Source, str]]:

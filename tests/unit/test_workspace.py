@@ -7,7 +7,7 @@ import pytest
 
 from ocrflow.config import RouteOptions, RunConfig
 from ocrflow.errors import OcrflowError, OutputError, WorkspaceError, first_error
-from ocrflow.storage import LocalStore
+from ocrflow.storage.local import LocalStore
 from ocrflow.types import (
     DocStatus,
     DocumentResult,
@@ -17,7 +17,7 @@ from ocrflow.types import (
     PageStatus,
     Route,
 )
-from ocrflow.workspace import Workspace
+from ocrflow.workspace.state import Workspace
 from tests.mounts import fill, remount, tmpfs
 
 

@@ -29,7 +29,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,6 +43,7 @@ from ocrflow.engines.geometry import (
     turn_quads_quarter,
 )
 from ocrflow.engines.layout import TextBox, laid_out
+from ocrflow.engines.ppocr import PpocrModels, last_line, line_length
 from ocrflow.errors import EngineError, EngineRejected
 from ocrflow.types import Block, EngineReply, PageImage, PageRequest
 
@@ -113,7 +113,7 @@ class EmbeddedEngine:
     ) -> None:
         options["threads"] = threads or default_threads(max_parallel)
         self.options = EmbeddedOptions(**options)
-        self._models: _Models | None = None
+        self._models: PpocrModels | None = None
         self._load_lock = threading.Lock()
         self._slots = asyncio.Semaphore(max_parallel)
 
@@ -154,14 +154,20 @@ class EmbeddedEngine:
         try:
             return _read_page(models, np.ascontiguousarray(rgb[:, :, ::-1]), self.options)
         except Exception as exc:  # onnxruntime and OpenCV raise plain exceptions
-            raise EngineError(f"embedded OCR failed: {_last_line(exc)}") from exc
+            raise EngineError(f"embedded OCR failed: {last_line(exc)}") from exc
         finally:
             _return_freed_memory()
 
-    def _loaded(self) -> _Models:
+    def _loaded(self) -> PpocrModels:
         with self._load_lock:
             if self._models is None:
-                self._models = _Models.load(self.options)
+                options = self.options
+                self._models = PpocrModels.load(
+                    threads=options.threads,
+                    det_side=options.det_side,
+                    rec_batch=options.rec_batch,
+                    cls_batch=CLASSIFY_LINES,
+                )
                 logger.debug("loaded the PP-OCR models with %s", self.options)
             return self._models
 
@@ -181,126 +187,7 @@ def default_threads(parallel: int) -> int:
     return max(1, min(4, (os.cpu_count() or 1) // max(1, parallel)))
 
 
-@dataclass(frozen=True, slots=True)
-class _Models:
-    """The three PP-OCR models, as rapidocr's wrappers (pre- and post-processing)."""
-
-    detector: Any
-    classifier: Any
-    recognizer: Any
-
-    @classmethod
-    def load(cls, options: EmbeddedOptions) -> _Models:
-        """Build the models from the wheel's own files; raise ``EngineError`` if absent."""
-        try:
-            from rapidocr import RapidOCR
-        except ImportError as exc:
-            raise EngineError(
-                "the embedded engine needs rapidocr: pip install rapidocr onnxruntime"
-            ) from exc
-        files = bundled_model_files()
-        try:
-            ocr = RapidOCR(params=_rapidocr_params(options, files))
-            # rapidocr's loaders build each wrapper; we call the steps one by one.
-            models = cls(ocr._load_det_model(), ocr._load_cls_model(), ocr._load_rec_model())
-            if options.threads > 1:
-                for wrapper, task in zip(models.wrappers(), ("det", "cls", "rec"), strict=True):
-                    wrapper.session.session = _ort_session(files[task], options.threads)
-        except Exception as exc:  # rapidocr and onnxruntime raise plain exceptions
-            raise EngineError(f"cannot load the PP-OCR models: {_last_line(exc)}") from exc
-        return models
-
-    def wrappers(self) -> tuple[Any, Any, Any]:
-        """Detector, classifier, recogniser."""
-        return self.detector, self.classifier, self.recognizer
-
-    def detect(self, bgr: np.ndarray) -> Quads:
-        """Line quads in ``bgr``'s own pixels (an empty array when there is no text)."""
-        boxes = self.detector(bgr).boxes
-        return np.zeros((0, 4, 2), np.float32) if boxes is None else np.asarray(boxes, np.float32)
-
-    def crop(self, bgr: np.ndarray, quad: np.ndarray) -> np.ndarray:
-        """The line under ``quad``, straightened (a tall crop is turned to lie flat)."""
-        from rapidocr.utils.process_img import get_rotate_crop_image
-
-        return get_rotate_crop_image(bgr, quad.copy())
-
-    def upside_down_share(self, crops: list[np.ndarray]) -> float:
-        """Share of the text, by line length, that the line classifier reads as 180°."""
-        results = self.classifier(crops).cls_res
-        lengths = np.array([_length(c) for c in crops])
-        flipped = np.array([label == "180" for label, _ in results])
-        return float(lengths[flipped].sum() / lengths.sum())
-
-    def read_lines(
-        self, crops: list[np.ndarray], margin: float
-    ) -> tuple[tuple[str, ...], tuple[float, ...]]:
-        """Text and confidence of each crop, read with ``margin`` (see ``_with_margin``)."""
-        from rapidocr.ch_ppocr_rec import TextRecInput
-
-        output = self.recognizer(TextRecInput(img=[_with_margin(c, margin) for c in crops]))
-        return tuple(output.txts), tuple(float(s) for s in output.scores)
-
-    def mean_score(self, crops: list[np.ndarray], margin: float) -> float:
-        """Mean recogniser confidence over ``crops``."""
-        return float(np.mean(self.read_lines(crops, margin)[1]))
-
-
-def bundled_model_files() -> dict[str, Path]:
-    """The detector, classifier and recogniser ONNX files inside the rapidocr wheel.
-
-    Given to rapidocr by path, so that it never tries to download a model.
-    """
-    import rapidocr
-
-    folder = Path(rapidocr.__file__).parent / "models"
-    found = {task: sorted(folder.glob(f"*_{task}*.onnx")) for task in ("det", "cls", "rec")}
-    if any(len(paths) != 1 for paths in found.values()):
-        names = sorted(p.name for p in folder.glob("*.onnx"))
-        raise EngineError(f"expected one det, cls and rec model in {folder}, found {names}")
-    return {task: paths[0] for task, paths in found.items()}
-
-
-def _ort_session(path: Path, threads: int) -> Any:
-    """An ONNX Runtime session whose worker threads sleep between operators.
-
-    rapidocr's own sessions spin, which on a busy machine made two threads far slower than
-    one (a dense page: 5.2 s against 2.7 s); without spinning, two threads cost about the
-    same as one on a busy machine (3.0 s) and save about 40 % of the wall time on an idle one.
-    """
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
-    opts.enable_cpu_mem_arena = False
-    # Page sizes vary; cached memory patterns per input shape only pile up.
-    opts.enable_mem_pattern = False
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-
-
-def _rapidocr_params(options: EmbeddedOptions, models: dict[str, Path]) -> dict[str, Any]:
-    return {
-        "Global.log_level": "error",  # rapidocr logs every model it loads at INFO
-        # One thread here: with more, ``_Models.load`` swaps in non-spinning sessions.
-        "EngineConfig.onnxruntime.intra_op_num_threads": 1,
-        "EngineConfig.onnxruntime.inter_op_num_threads": 1,
-        "Det.model_path": str(models["det"]),
-        "Det.limit_type": "max",
-        "Det.limit_side_len": options.det_side,
-        "Cls.model_path": str(models["cls"]),
-        "Cls.cls_batch_num": CLASSIFY_LINES,
-        "Rec.model_path": str(models["rec"]),
-        "Rec.rec_batch_num": options.rec_batch,
-        # rapidocr pads every line to at least 320 px wide; short lines need not be.
-        "Rec.rec_img_shape": [3, 48, 48],
-    }
-
-
-def _read_page(models: _Models, bgr: np.ndarray, options: EmbeddedOptions) -> OcrText:
+def _read_page(models: PpocrModels, bgr: np.ndarray, options: EmbeddedOptions) -> OcrText:
     """Detect, orient, recognise and lay out one page (see the module docstring)."""
     clock = _Clock()
     quads = _detect_lines(models, bgr)
@@ -345,7 +232,7 @@ class _Clock:
         self._last = now
 
 
-def _detect_lines(models: _Models, bgr: np.ndarray) -> Quads:
+def _detect_lines(models: PpocrModels, bgr: np.ndarray) -> Quads:
     """Line quads; a strip far wider than tall (one text line) is padded first, because the
     detector misses text that fills the whole height of its input."""
     height, width = bgr.shape[:2]
@@ -357,12 +244,12 @@ def _detect_lines(models: _Models, bgr: np.ndarray) -> Quads:
     return quads
 
 
-def _is_upside_down(models: _Models, crops: list[np.ndarray], margin: float) -> bool:
+def _is_upside_down(models: PpocrModels, crops: list[np.ndarray], margin: float) -> bool:
     """Ask the line classifier about the longest lines; when a fair share of their text
     reads as 180°, let the recogniser decide: the page is upside down when it is surer of
     the turned lines. The classifier alone misreads tiny print, old type and some scripts
     (it squeezes a whole line into 48 × 192 px); the recogniser's confidence does not."""
-    longest = sorted(crops, key=_length, reverse=True)
+    longest = sorted(crops, key=line_length, reverse=True)
     if models.upside_down_share(longest[:CLASSIFY_LINES]) < SUSPECT_SHARE:
         return False
     probe = longest[:CONFIRM_LINES]
@@ -370,33 +257,8 @@ def _is_upside_down(models: _Models, crops: list[np.ndarray], margin: float) -> 
     return turned > models.mean_score(probe, margin)
 
 
-def _length(crop: np.ndarray) -> float:
-    """A line's length in text heights."""
-    return crop.shape[1] / max(crop.shape[0], 1)
-
-
 def _turn_half(crop: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(crop[::-1, ::-1])
-
-
-def _with_margin(crop: np.ndarray, margin: float) -> np.ndarray:
-    """``crop`` with ``margin`` × its height of background (the median colour of its top
-    and bottom rows) added above and below: the recogniser scales lines to 48 px high, so
-    a taller crop is a narrower input."""
-    pad = round(crop.shape[0] * margin / 2)
-    if pad <= 0:
-        return crop
-    background = np.median(np.concatenate([crop[0], crop[-1]]), axis=0).astype(np.uint8)
-    padded = np.empty((crop.shape[0] + 2 * pad, *crop.shape[1:]), np.uint8)
-    padded[:] = background
-    padded[pad : pad + crop.shape[0]] = crop
-    return padded
-
-
-def _last_line(exc: Exception) -> str:
-    """The last line of an error message (rapidocr wraps whole tracebacks in its errors)."""
-    lines = [line for line in str(exc).splitlines() if line.strip()]
-    return f"{type(exc).__name__}: {lines[-1][:300] if lines else ''}"
 
 
 def decode_page_image(image: PageImage) -> np.ndarray:

@@ -2,9 +2,9 @@
 
 Two layouts are read:
 
-* an ocrflow OUT (``results/*.jsonl``): each record's ``text`` is cut into pages with its
-  ``pdf_page_numbers`` spans; the document is named by ``metadata.source_path`` (relative
-  to the input root it was found under);
+* an ocrflow OUT, read through ``sinks.results``: each finished document with text (a
+  failed one has none) and its pages' Markdown; the document is named by its
+  ``source_path`` (relative to the input root it was found under);
 * an olmOCR-bench candidate folder (``<pdf stem>_pg<N>_repeat<R>.md``, as the reference
   benchmark's runners write): each file is one page of one repeat.
 
@@ -15,14 +15,16 @@ other at a ``/`` boundary (either way round), or an unambiguous file name.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from ocrflow.document import Document
 from ocrflow.errors import ConfigError
-from ocrflow.storage import Store, open_store
+from ocrflow.sinks.results import stored_documents
+from ocrflow.storage.local import Store
+from ocrflow.storage.open import open_store
 
 _REPEAT = re.compile(r"^(?P<stem>.+)_pg(?P<page>\d+)_repeat(?P<repeat>\d+)\.md$")
 
@@ -45,30 +47,19 @@ class RunDocuments:
         return max((len(t) for doc in self.pages.values() for t in doc.values()), default=0)
 
 
-def _record_pages(record: dict) -> dict[int, list[str]]:
-    text = record.get("text") or ""
-    spans = (record.get("attributes") or {}).get("pdf_page_numbers") or []
-    if not spans:
-        return {1: [text]}
-    return {int(page): [text[int(start) : int(end)]] for start, end, page in spans}
-
-
-def _record_name(record: dict) -> str:
-    meta = record.get("metadata") or {}
-    return str(meta.get("source_path") or meta.get("Source-File") or record.get("id"))
+def _document_name(document: Document) -> str:
+    meta = document.metadata
+    return str(meta.get("source_path") or meta.get("Source-File") or document.id)
 
 
 def _read_ocrflow(store: Store, docs: RunDocuments) -> None:
-    for key in store.list("results"):
-        if not key.endswith(".jsonl"):
+    for stored in stored_documents(store):
+        if stored.record is None:  # failed: no text to evaluate
             continue
-        for line in (store.read_bytes(key) or b"").decode("utf-8").splitlines():
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            name = _record_name(record)
-            docs.pages[name] = _record_pages(record)
-            docs.status[name] = str((record.get("metadata") or {}).get("status", "ok"))
+        document = stored.document
+        name = _document_name(document)
+        docs.pages[name] = {page.number: [page.markdown] for page in document.pages}
+        docs.status[name] = str(document.status)
 
 
 def _read_bench_folder(store: Store, docs: RunDocuments) -> None:
@@ -90,14 +81,13 @@ def load_run(location: str) -> RunDocuments:
     """Page texts of an ocrflow OUT or of an olmOCR-bench candidate folder."""
     store = open_store(location)
     docs = RunDocuments(location)
-    if store.list("results"):
-        _read_ocrflow(store, docs)
-    else:
+    _read_ocrflow(store, docs)
+    if not docs.pages:
         _read_bench_folder(store, docs)
     if not docs.pages:
         raise ConfigError(
-            f"{location}: no documents (expected results/*.jsonl of an ocrflow run, or "
-            "<name>_pg<N>_repeat<R>.md files)"
+            f"{location}: no documents (expected the finished documents of an ocrflow run, "
+            "or <name>_pg<N>_repeat<R>.md files)"
         )
     return docs
 

@@ -5,19 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from ocrflow.config import RunConfig
-from ocrflow.dataset_writeback import write_back_datasets
 from ocrflow.errors import ConfigError
-from ocrflow.executors.worker import WorkerOptions, work
-from ocrflow.input_changes import refresh_changed
-from ocrflow.metrics import Metrics
-from ocrflow.names import unique_names
-from ocrflow.pipeline import Progress
-from ocrflow.runstats import RunStats
-from ocrflow.skips import Skipped, save_skipped
-from ocrflow.sources import Source, expand_inputs
-from ocrflow.storage import open_store
-from ocrflow.workitems import Manifest, document_items
-from ocrflow.workspace import Workspace, store_call
+from ocrflow.executors.input_changes import refresh_changed
+from ocrflow.executors.item_loop import WorkerOptions
+from ocrflow.executors.worker import work
+from ocrflow.inputs.expand import expand_inputs
+from ocrflow.inputs.skips import Skipped, save_skipped
+from ocrflow.inputs.source import Source
+from ocrflow.observe.metrics import Metrics
+from ocrflow.observe.runstats import RunStats
+from ocrflow.pipeline.documents import Progress
+from ocrflow.sinks.dataset_writeback import write_back_datasets
+from ocrflow.storage.names import unique_names
+from ocrflow.storage.open import open_store
+from ocrflow.workspace.state import Workspace, store_call
+from ocrflow.workspace.workitems import Manifest, document_items
 
 
 def plan_jobs(

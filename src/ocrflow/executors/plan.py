@@ -5,25 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import SecretStr
 from rich.console import Console
 
-from ocrflow.config import RenderOptions, RunConfig, ScaleOptions
+from ocrflow.config import RunConfig, ScaleOptions
+from ocrflow.config.builder import build_run_config, option_for
 from ocrflow.errors import ConfigError
 from ocrflow.executors.interrupts import active_interrupts
+from ocrflow.executors.item_loop import WorkerOptions
 from ocrflow.executors.local import run_local
-from ocrflow.executors.worker import WorkerOptions, work
-from ocrflow.metrics import Metrics
-from ocrflow.progress import BarProgress, LogProgress
-from ocrflow.runstats import RunStats
-from ocrflow.skips import Skipped
-from ocrflow.storage import open_store
-from ocrflow.workitems import Manifest
-from ocrflow.workspace import Workspace
+from ocrflow.executors.worker import work
+from ocrflow.inputs.skips import Skipped
+from ocrflow.observe.metrics import Metrics
+from ocrflow.observe.progress import BarProgress, LogProgress
+from ocrflow.observe.runstats import RunStats
+from ocrflow.storage.open import open_store
+from ocrflow.workspace.state import Workspace
+from ocrflow.workspace.workitems import Manifest
 
 
 @dataclass(frozen=True)
@@ -72,44 +73,37 @@ def rejoined(
 ) -> RunConfig:
     """The recorded config of a run, with what this command was given: secrets (never
     recorded), the output as this process reaches it, and per-process overrides
-    (``render``: render limits raised for ``ocrflow retry``)."""
-    engine: dict[str, Any] = {"servers": tuple(servers)} if servers else {}
-    if api_key:
-        engine["api_key"] = SecretStr(api_key)
-    render = {**(render or {}), **({"workers": workers} if workers else {})}
-    scale = {"lease_ttl_s": lease_ttl} if lease_ttl is not None else {}
-    return config.model_copy(
-        update={
-            "passwords": tuple(SecretStr(p) for p in passwords),
-            "engine": config.engine.model_copy(update=engine),
-            "render": RenderOptions.model_validate(config.render.model_dump() | render),
-            "scale": ScaleOptions.model_validate(config.scale.model_dump() | scale),
-            "output": output,
-        }
+    (``render``: render limits raised for ``ocrflow retry``, by field name). What is not
+    given (``None``, empty, 0 workers) keeps the recorded value."""
+    limits = {option_for("render", name): value for name, value in (render or {}).items()}
+    return build_run_config(
+        config.inputs,
+        output,
+        base=config,
+        password=list(passwords),
+        api_key=api_key or None,
+        server=servers or None,
+        workers=workers or None,
+        lease_ttl=lease_ttl,
+        **limits,
     )
 
 
 def execute_plan(plan: Plan, *, quiet: bool) -> RunStats:
-    """Run the plan on its executor, with a progress bar on a terminal, log lines
-    otherwise, nothing when ``quiet``. Ctrl-C and SIGTERM raise ``KeyboardInterrupt`` /
-    ``CancelledError`` once every child is stopped."""
+    """Run the plan on its executor (``EXECUTORS``). Ctrl-C and SIGTERM raise
+    ``KeyboardInterrupt`` / ``CancelledError`` once every child is stopped."""
+    execute = EXECUTORS.get(plan.executor)
+    if execute is None:
+        known = " or ".join(EXECUTORS)
+        raise ConfigError(f"unknown executor {plan.executor!r}: use {known}")
+    return execute(plan, quiet)
+
+
+def _execute_local(plan: Plan, quiet: bool) -> RunStats:
+    """In this process, with a progress bar on a terminal, log lines otherwise, nothing
+    when ``quiet``."""
     console = Console(stderr=True)
-    if plan.executor not in {"local", "ray"}:
-        raise ConfigError(f"unknown executor {plan.executor!r}: use local or ray")
     total = len(plan.sources) if plan.sources is not None else _planned(plan.config)
-    if plan.executor == "ray":
-        from ocrflow.executors.ray import run_ray
-
-        if plan.metrics is not None:
-            raise ConfigError("--metrics-port works with --executor local only")
-
-        return run_ray(
-            plan.config,
-            plan.sources,
-            plan.worker,
-            address=plan.ray_address,
-            actors=plan.ray_workers,
-        )
     if quiet:
         return run_until_signal(_execute(plan, None))
     if console.is_terminal:
@@ -117,6 +111,25 @@ def execute_plan(plan: Plan, *, quiet: bool) -> RunStats:
             return run_until_signal(_execute(plan, bar))
     with LogProgress(total, interval_s=plan.progress_interval_s) as log_lines:
         return run_until_signal(_execute(plan, log_lines))
+
+
+def _execute_ray(plan: Plan, quiet: bool) -> RunStats:
+    """On a Ray cluster's actors; Ray is imported only here (the ``ray`` extra)."""
+    from ocrflow.executors.ray import run_ray
+
+    if plan.metrics is not None:
+        raise ConfigError("--metrics-port works with --executor local only")
+    return run_ray(
+        plan.config, plan.sources, plan.worker, address=plan.ray_address, actors=plan.ray_workers
+    )
+
+
+#: ``--executor`` name -> how it runs a plan. Adding an executor: a module in
+#: ``executors/`` that drives the item loop (``executors.item_loop``) and one line here.
+EXECUTORS: dict[str, Callable[[Plan, bool], RunStats]] = {
+    "local": _execute_local,
+    "ray": _execute_ray,
+}
 
 
 async def _execute(plan: Plan, progress: Any) -> RunStats:

@@ -23,14 +23,15 @@ from typing import Any
 
 from ocrflow.config import RunConfig
 from ocrflow.errors import ConfigError
+from ocrflow.executors.item_loop import WorkerOptions
 from ocrflow.executors.local import plan_run
-from ocrflow.executors.worker import WorkerOptions, work
-from ocrflow.records import DoneRecord
-from ocrflow.runstats import RunStats
-from ocrflow.sources import Source
-from ocrflow.storage import open_store
-from ocrflow.workitems import Manifest
-from ocrflow.workspace import Workspace
+from ocrflow.executors.worker import work
+from ocrflow.inputs.source import Source
+from ocrflow.observe.runstats import RunStats
+from ocrflow.storage.open import open_store
+from ocrflow.workspace.records import DoneRecord
+from ocrflow.workspace.state import Workspace
+from ocrflow.workspace.workitems import Manifest
 
 log = logging.getLogger("ocrflow.ray")
 #: How many dead actors may be replaced, per actor asked for.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from ocrflow.types import Block, EngineReply, PageImage, PageRequest
 
@@ -66,3 +66,66 @@ class Recipe(Protocol):
     def parse(self, reply: EngineReply) -> ParsedPage:
         """Turn a reply into Markdown; raise ``ParseError`` when the output is unusable."""
         ...
+
+
+def pick_temperature(temperatures: tuple[float, ...], attempt: int) -> float:
+    """The temperature of ``attempt`` (0-based); attempts past the ladder keep the last."""
+    if attempt < 0:
+        raise ValueError(f"attempt must be >= 0, got {attempt}")
+    if not temperatures:
+        return 0.0
+    return temperatures[min(attempt, len(temperatures) - 1)]
+
+
+class _RequestData(Protocol):
+    """What ``ChatRecipe.build_request`` reads from the recipe it is mixed into."""
+
+    image_first: ClassVar[bool]
+
+    @property
+    def prompt(self) -> str | None: ...
+
+    @property
+    def temperatures(self) -> tuple[float, ...]: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    def extra_body(self, attempt: int) -> dict[str, Any]: ...
+
+
+class ChatRecipe:
+    """The request skeleton of every chat recipe, mixed into its frozen dataclass.
+
+    The recipe states its data (``prompt``, ``temperatures``, ``max_tokens``) and, where
+    it differs from the defaults here, ``image_first`` and ``extra_body``; the engine turns
+    the request into the chat-completions body.
+    """
+
+    __slots__ = ()
+    #: Whether the image comes before the prompt in the user message.
+    image_first: ClassVar[bool] = True
+
+    def extra_body(self, attempt: int) -> dict[str, Any]:
+        """Request fields beyond temperature and max_tokens for ``attempt``: none here."""
+        return {}
+
+    def build_request(
+        self: _RequestData,
+        image: PageImage,
+        attempt: int,
+        *,
+        max_tokens: int | None = None,
+        page_key: str = "",
+    ) -> PageRequest:
+        """The request for attempt ``attempt`` (0-based): the temperature ladder's step, the
+        token budget unless ``max_tokens`` overrides it, and the recipe's extra fields."""
+        return PageRequest(
+            image=image,
+            prompt=self.prompt,
+            image_first=self.image_first,
+            temperature=pick_temperature(self.temperatures, attempt),
+            max_tokens=max_tokens or self.max_tokens,
+            extra_body=self.extra_body(attempt),
+            page_key=page_key,
+        )

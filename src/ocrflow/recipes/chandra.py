@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ocrflow.recipes.base import ParsedPage
-from ocrflow.recipes.common import attempt_request, reject_loop, require_stop
+from ocrflow.recipes.base import ChatRecipe, ParsedPage
+from ocrflow.recipes.common import reject_loop, require_stop
 from ocrflow.recipes.layout import FigureSet, grounded_block, is_area, parse_box, scale_box
 from ocrflow.recipes.markup import (
     TABLES_HTML,
@@ -35,7 +35,7 @@ from ocrflow.recipes.text import (
     strip_code_fence,
     strip_meta_tokens,
 )
-from ocrflow.types import Block, BlockLabel, EngineReply, PageImage, PageRequest
+from ocrflow.types import Block, BlockLabel, EngineReply
 
 ALLOWED_TAGS = [
     *("math", "br", "i", "b", "u", "del", "sup", "sub", "table", "tr", "td", "p", "th", "div"),
@@ -110,7 +110,7 @@ _BLOCK_LABELS = {
 
 
 @dataclass(frozen=True, slots=True)
-class ChandraRecipe:
+class ChandraRecipe(ChatRecipe):
     """Chandra: image then layout prompt; greedy first, then 0.3 with top_p 0.95."""
 
     model: str = ""
@@ -134,20 +134,9 @@ class ChandraRecipe:
     def __post_init__(self) -> None:
         check_table_format(self.table_format)
 
-    def build_request(
-        self, image: PageImage, attempt: int, *, max_tokens: int | None = None, page_key: str = ""
-    ) -> PageRequest:
-        """Image first, then the layout prompt."""
-        return attempt_request(
-            self,
-            image,
-            attempt,
-            prompt=self.prompt,
-            image_first=True,
-            extra_body={"top_p": self.top_p[0] if attempt == 0 else self.top_p[1]},
-            max_tokens=max_tokens,
-            page_key=page_key,
-        )
+    def extra_body(self, attempt: int) -> dict[str, Any]:
+        """``top_p`` of the first attempt, then of the retries."""
+        return {"top_p": self.top_p[0] if attempt == 0 else self.top_p[1]}
 
     def parse(self, reply: EngineReply) -> ParsedPage:
         """Blocks in order into Markdown; furniture into attributes; images into figures."""

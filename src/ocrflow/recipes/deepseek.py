@@ -24,13 +24,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ocrflow.errors import ParseError
-from ocrflow.recipes.base import ParsedPage
-from ocrflow.recipes.common import (
-    MALFORMED,
-    attempt_request,
-    reject_loop,
-    require_stop,
-)
+from ocrflow.recipes.base import ChatRecipe, ParsedPage
+from ocrflow.recipes.common import MALFORMED, reject_loop, require_stop
 from ocrflow.recipes.layout import FigureSet, grounded_block, is_area, parse_box, scale_box
 from ocrflow.recipes.markup import (
     TABLES_HTML,
@@ -39,7 +34,7 @@ from ocrflow.recipes.markup import (
     convert_tables,
 )
 from ocrflow.recipes.text import ensure_heading, normalize_whitespace, strip_meta_tokens
-from ocrflow.types import Block, BlockLabel, EngineReply, PageImage, PageRequest
+from ocrflow.types import Block, BlockLabel, EngineReply
 
 #: Prompt of each mode (the chat template puts the image token before it).
 PROMPTS = MappingProxyType(
@@ -101,7 +96,7 @@ _BLOCK_LABELS = {
 
 
 @dataclass(frozen=True, slots=True)
-class DeepseekRecipe:
+class DeepseekRecipe(ChatRecipe):
     """DeepSeek-OCR: image first, ``grounding`` or ``free`` prompt, 640 px (no tiling)."""
 
     model: str = ""
@@ -125,21 +120,9 @@ class DeepseekRecipe:
         """The prompt of this mode (the clean pass strips a reply that repeats it)."""
         return PROMPTS[self.mode]
 
-    def build_request(
-        self, image: PageImage, attempt: int, *, max_tokens: int | None = None, page_key: str = ""
-    ) -> PageRequest:
-        """Image then prompt; special tokens kept so the grounding tags survive."""
-        extra: dict[str, Any] = {"skip_special_tokens": False, "vllm_xargs": _ngram_args()}
-        return attempt_request(
-            self,
-            image,
-            attempt,
-            prompt=PROMPTS[self.mode],
-            image_first=True,
-            extra_body=extra,
-            max_tokens=max_tokens,
-            page_key=page_key,
-        )
+    def extra_body(self, attempt: int) -> dict[str, Any]:
+        """Special tokens kept so the grounding tags survive; the n-gram processor's args."""
+        return {"skip_special_tokens": False, "vllm_xargs": _ngram_args()}
 
     def parse(self, reply: EngineReply) -> ParsedPage:
         """Regions into Markdown in the order given; ``image`` regions into figures."""

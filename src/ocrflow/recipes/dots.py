@@ -23,13 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ocrflow.errors import ParseError
-from ocrflow.recipes.base import ParsedPage
-from ocrflow.recipes.common import (
-    MALFORMED,
-    attempt_request,
-    reject_loop,
-    require_stop,
-)
+from ocrflow.recipes.base import ChatRecipe, ParsedPage
+from ocrflow.recipes.common import MALFORMED, reject_loop, require_stop
 from ocrflow.recipes.layout import (
     FigureSet,
     grounded_block,
@@ -46,7 +41,7 @@ from ocrflow.recipes.text import (
     strip_code_fence,
     strip_meta_tokens,
 )
-from ocrflow.types import Block, BlockLabel, EngineReply, PageImage, PageRequest
+from ocrflow.types import Block, BlockLabel, EngineReply
 
 #: dots.ocr's ``prompt_layout_all_en``, word for word (the model was trained on it).
 LAYOUT_PROMPT = """Please output the layout information from the PDF image, including each \
@@ -98,7 +93,7 @@ _DISPLAY_MATH = re.compile(r"\A(?:\$\$(.*)\$\$|\\\[(.*)\\\])\Z", re.S)
 
 
 @dataclass(frozen=True, slots=True)
-class DotsRecipe:
+class DotsRecipe(ChatRecipe):
     """dots.ocr: image then layout prompt; JSON cells into Markdown, pictures into figures."""
 
     model: str = ""
@@ -115,20 +110,9 @@ class DotsRecipe:
     def __post_init__(self) -> None:
         check_table_format(self.table_format)
 
-    def build_request(
-        self, image: PageImage, attempt: int, *, max_tokens: int | None = None, page_key: str = ""
-    ) -> PageRequest:
-        """Image first, then the layout prompt."""
-        return attempt_request(
-            self,
-            image,
-            attempt,
-            prompt=self.prompt,
-            image_first=True,
-            extra_body={"top_p": self.top_p},
-            max_tokens=max_tokens,
-            page_key=page_key,
-        )
+    def extra_body(self, attempt: int) -> dict[str, Any]:
+        """The nucleus sampling of dots.ocr's client."""
+        return {"top_p": self.top_p}
 
     def parse(self, reply: EngineReply) -> ParsedPage:
         """Cells in order into Markdown; furniture into attributes; pictures into figures."""

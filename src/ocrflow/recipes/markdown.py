@@ -14,12 +14,12 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from ocrflow.recipes.base import ParsedPage
-from ocrflow.recipes.common import attempt_request, reject_loop, require_stop
+from ocrflow.recipes.base import ChatRecipe, ParsedPage
+from ocrflow.recipes.common import reject_loop, require_stop
 from ocrflow.recipes.layout import markdown_blocks
 from ocrflow.recipes.markup import TABLES_HTML, check_table_format, convert_tables
 from ocrflow.recipes.text import normalize_whitespace, strip_code_fence, strip_meta_tokens
-from ocrflow.types import EngineReply, PageImage, PageRequest
+from ocrflow.types import EngineReply
 
 GENERIC_PROMPT = (
     "Convert this document page to Markdown. Keep the natural reading order and every word "
@@ -43,7 +43,7 @@ _FURNITURE_TAGS = re.compile(r"<(page_number|watermark)>(.*?)</\1>", re.S | re.I
 
 
 @dataclass(frozen=True, slots=True)
-class MarkdownRecipe:
+class MarkdownRecipe(ChatRecipe):
     """A VLM that answers with Markdown; ``prompt=None`` sends the image alone."""
 
     model: str = ""
@@ -60,20 +60,9 @@ class MarkdownRecipe:
     def __post_init__(self) -> None:
         check_table_format(self.table_format)
 
-    def build_request(
-        self, image: PageImage, attempt: int, *, max_tokens: int | None = None, page_key: str = ""
-    ) -> PageRequest:
-        """Image first, then the instruction (if any)."""
-        return attempt_request(
-            self,
-            image,
-            attempt,
-            prompt=self.prompt,
-            image_first=True,
-            extra_body={} if self.top_p is None else {"top_p": self.top_p},
-            max_tokens=max_tokens,
-            page_key=page_key,
-        )
+    def extra_body(self, attempt: int) -> dict[str, Any]:
+        """``top_p`` when set, else nothing (the server's default)."""
+        return {} if self.top_p is None else {"top_p": self.top_p}
 
     def parse(self, reply: EngineReply) -> ParsedPage:
         """The reply's Markdown, unwrapped and tidied; page numbers and watermarks apart."""

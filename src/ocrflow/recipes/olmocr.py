@@ -20,16 +20,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ocrflow.errors import ParseError
-from ocrflow.recipes.base import ParsedPage
-from ocrflow.recipes.common import (
-    MALFORMED,
-    attempt_request,
-    reject_loop,
-    require_stop,
-)
+from ocrflow.recipes.base import ChatRecipe, ParsedPage
+from ocrflow.recipes.common import MALFORMED, reject_loop, require_stop
 from ocrflow.recipes.layout import (
     FigureSet,
     is_area,
@@ -40,7 +35,7 @@ from ocrflow.recipes.layout import (
 )
 from ocrflow.recipes.markup import TABLES_HTML, check_table_format, convert_tables
 from ocrflow.recipes.text import normalize_whitespace
-from ocrflow.types import EngineReply, PageImage, PageRequest
+from ocrflow.types import EngineReply
 
 #: The olmOCR-2 "v4 YAML" prompt, word for word: the model was fine-tuned on it.
 PROMPT = (
@@ -80,7 +75,7 @@ _KEYS = ("primary_language", "is_rotation_valid", "rotation_correction", "is_tab
 
 
 @dataclass(frozen=True, slots=True)
-class OlmocrRecipe:
+class OlmocrRecipe(ChatRecipe):
     """olmOCR-2: text before image, 1288 px, strict front matter, rotation retries.
 
     ``guided`` constrains decoding to the front-matter shape with vLLM's
@@ -89,6 +84,8 @@ class OlmocrRecipe:
     the pipeline recorded the image size in the reply (see ``layout.reply_image_size``).
     """
 
+    #: The prompt comes before the image, as in olmOCR's training.
+    image_first: ClassVar[bool] = False
     model: str = ""
     name: str = "olmocr"
     target_dim: int = 1288
@@ -104,23 +101,9 @@ class OlmocrRecipe:
     def __post_init__(self) -> None:
         check_table_format(self.table_format)
 
-    def build_request(
-        self, image: PageImage, attempt: int, *, max_tokens: int | None = None, page_key: str = ""
-    ) -> PageRequest:
-        """Prompt text first, then the image, at the attempt's temperature."""
-        extra: dict[str, Any] = {}
-        if self.guided:
-            extra["structured_outputs"] = {"regex": GUIDED_REGEX}
-        return attempt_request(
-            self,
-            image,
-            attempt,
-            prompt=self.prompt,
-            image_first=False,
-            extra_body=extra,
-            max_tokens=max_tokens,
-            page_key=page_key,
-        )
+    def extra_body(self, attempt: int) -> dict[str, Any]:
+        """The front-matter constraint when ``guided``."""
+        return {"structured_outputs": {"regex": GUIDED_REGEX}} if self.guided else {}
 
     def parse(self, reply: EngineReply) -> ParsedPage:
         """Front matter into attributes and rotation; the body into Markdown."""

@@ -21,9 +21,9 @@ from PIL import Image
 
 from ocrflow.config import RenderOptions
 from ocrflow.errors import RenderError
+from ocrflow.inputs.source import sniff_kind
 from ocrflow.render.pdf import open_pdf, render_pdf_page
 from ocrflow.render.raster import open_image, render_frame
-from ocrflow.sources import sniff_kind
 
 #: Longest side of a review page image, in pixels: readable beside the text, small on disk.
 REVIEW_DIM = 1000

@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ocrflow.records import DoneRecord, PageSummary
 from ocrflow.review.assets import FILTER_SCRIPT, STYLE
 from ocrflow.types import Route
+from ocrflow.workspace.records import DoneRecord, PageSummary
 
 STATUSES = ("ok", "partial", "failed")
 

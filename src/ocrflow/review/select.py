@@ -1,5 +1,6 @@
 """Which documents a review shows: every finished document of a run, streamed one done
-marker at a time, narrowed by ``--only`` and sampled reproducibly by ``--sample``.
+marker at a time (``sinks.results.done_markers``), narrowed by ``--only`` and sampled
+reproducibly by ``--sample``.
 
 Memory stays bounded by the sample, not the run: markers are read one by one, and a sample
 keeps the ``n`` documents with the smallest seeded hash of their id (``heapq.nsmallest``
@@ -15,12 +16,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 
 from ocrflow.errors import ConfigError
-from ocrflow.records import DoneRecord
-from ocrflow.storage import Store
 from ocrflow.types import DocStatus, Route
-from ocrflow.workspace import WORKSPACE_DIR
+from ocrflow.workspace.records import DoneRecord
 
-DONE_PREFIX = f"{WORKSPACE_DIR}/done"
 DEFAULT_SEED = 0
 
 
@@ -54,16 +52,6 @@ def parse_only(values: Iterable[str]) -> tuple[str, ...]:
             f"--only {', '.join(unknown)}: choose from {', '.join(ONLY)} (several: failed,partial)"
         )
     return chosen
-
-
-def iter_done_records(store: Store) -> Iterator[DoneRecord]:
-    """Every done marker of the run at ``store``, read one at a time."""
-    for key in store.list(DONE_PREFIX):
-        if not key.endswith(".json"):
-            continue
-        blob = store.read_bytes(key)
-        if blob:
-            yield DoneRecord.load(blob)
 
 
 def matches(record: DoneRecord, only: tuple[str, ...]) -> bool:

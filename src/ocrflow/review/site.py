@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ocrflow.errors import ConfigError
-from ocrflow.names import local_path
-from ocrflow.records import DoneRecord, PageSummary
 from ocrflow.review.imagepool import ImagePool
 from ocrflow.review.images import PageImageFile, PageImageJob
 from ocrflow.review.markup import ImageResolver, markdown_renderer
@@ -33,10 +31,14 @@ from ocrflow.review.pages import (
     page_section,
     whole_text_section,
 )
-from ocrflow.review.select import DEFAULT_SEED, iter_done_records, parse_only, select_records
+from ocrflow.review.select import DEFAULT_SEED, parse_only, select_records
 from ocrflow.review.texts import DocumentText, read_document_text
-from ocrflow.storage import LocalStore, Store, open_store, output_errors
-from ocrflow.workspace import Workspace
+from ocrflow.sinks.results import done_markers
+from ocrflow.storage.local import LocalStore, Store, output_errors
+from ocrflow.storage.names import local_path
+from ocrflow.storage.open import open_store
+from ocrflow.workspace.records import DoneRecord, PageSummary
+from ocrflow.workspace.state import Workspace
 
 DEFAULT_DIR = "review"
 #: Marks a folder as a review site, so a rebuild may clear the pages of the last one.
@@ -97,7 +99,7 @@ def _build(store: Store, dest: Path, options: ReviewOptions) -> ReviewStats:
     _prepare(dest)
     stats = ReviewStats(index=dest / "index.html")
     selected = select_records(
-        iter_done_records(store),
+        done_markers(store),
         only=parse_only(options.only),
         sample=options.sample,
         seed=options.seed,

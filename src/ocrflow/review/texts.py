@@ -1,18 +1,17 @@
-"""A finished document's text, page by page, as its outputs hold it.
+"""A finished document's text, page by page, as ``sinks.results`` reads it from OUT.
 
 The JSONL record has the whole text and ``pdf_page_numbers`` spans, so each page's Markdown
-is a slice of it. A run written without JSONL (``--format markdown`` or ``parquet``) has only
-the joined Markdown file: the review then shows it whole, under the first page.
+is known. A run written without JSONL (``--format markdown`` or ``parquet``) has only the
+joined Markdown file: the review then shows it whole, under the first page.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
-from ocrflow.records import DoneRecord
-from ocrflow.sinks import markdown_key, results_key
-from ocrflow.storage import Store
+from ocrflow.sinks.results import markdown_file, stored_document
+from ocrflow.storage.local import Store
+from ocrflow.workspace.records import DoneRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,22 +26,11 @@ class DocumentText:
 
 def read_document_text(store: Store, record: DoneRecord) -> DocumentText:
     """The document's text from its JSONL record, else its Markdown file, else nothing."""
-    key = results_key(record.doc_id)
-    blob = store.read_bytes(key)
-    if blob:
-        return DocumentText(pages=page_texts(blob.decode("utf-8", "replace")), origin=key)
-    if record.rel:
-        key = markdown_key(record.rel)
-        blob = store.read_bytes(key)
-        if blob:
-            return DocumentText(whole=blob.decode("utf-8", "replace"), origin=key)
+    stored = stored_document(store, record)
+    if stored.record is not None:
+        pages = {page.number: page.markdown for page in stored.document.pages}
+        return DocumentText(pages=pages, origin=stored.record.key)
+    file = markdown_file(store, record.rel)
+    if file is not None and file.text:
+        return DocumentText(whole=file.text, origin=file.key)
     return DocumentText()
-
-
-def page_texts(jsonl: str) -> dict[int, str]:
-    """Page number → Markdown, from a document's Dolma JSONL record (its first line)."""
-    line = jsonl.strip().split("\n", 1)[0] if jsonl.strip() else "{}"
-    record = json.loads(line)
-    text = str(record.get("text") or "")
-    spans = (record.get("attributes") or {}).get("pdf_page_numbers") or []
-    return {int(page): text[int(start) : int(end)] for start, end, page in spans}

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 from pathlib import Path
 
+from ocrflow.config.environment import TOKENS_VARIABLE, setting
 from ocrflow.errors import ConfigError
 
-TOKENS_VARIABLE = "OCRFLOW_API_TOKENS"
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
@@ -32,7 +31,7 @@ class TokenSet:
     @classmethod
     def load(cls, token_file: Path | None = None) -> TokenSet:
         """Tokens from the environment and ``token_file``, hashed at once."""
-        raw = os.environ.get(TOKENS_VARIABLE, "").split(",")
+        raw = (setting(TOKENS_VARIABLE) or "").split(",")
         if token_file is not None:
             raw += token_file.read_text(encoding="utf-8").splitlines()
         return cls(frozenset(hash_token(t.strip()) for t in raw if t.strip()))

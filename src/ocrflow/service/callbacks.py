@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from ocrflow.access import AccessRefused, parse_url
+from ocrflow.config.access import AccessRefused, parse_url
 
 from .options import OptionError
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,15 +11,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from ocrflow.config import (
-    EngineOptions,
-    OutputOptions,
-    RenderOptions,
-    RunConfig,
-    ScaleOptions,
-)
+from ocrflow.config import RunConfig
+from ocrflow.config.builder import build_run_config
 from ocrflow.errors import OcrflowError
-from ocrflow.metrics import Metrics
+from ocrflow.observe.metrics import Metrics
 
 from .auth import TOKENS_VARIABLE, TokenSet, check_bind
 
@@ -39,19 +32,6 @@ log = logging.getLogger("ocrflow.service")
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(2)
-
-
-def _key_values(pairs: list[str]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise _fail(f"expected KEY=VALUE, got {pair!r}")
-        try:
-            values[key.strip()] = json.loads(raw)
-        except ValueError:
-            values[key.strip()] = raw
-    return values
 
 
 def serve_command(
@@ -90,27 +70,33 @@ def serve_command(
         ),
     ] = None,
     engine: Annotated[
-        str, typer.Option(help="embedded, tesseract, openai, vllm.", rich_help_panel=ENGINE)
-    ] = "embedded",
+        str | None,
+        typer.Option(help="embedded (default), tesseract, openai, vllm.", rich_help_panel=ENGINE),
+    ] = None,
     model: Annotated[str | None, typer.Option(rich_help_panel=ENGINE)] = None,
     server: Annotated[list[str] | None, typer.Option(rich_help_panel=ENGINE)] = None,
     api_key: Annotated[
         str | None,
-        typer.Option(help="(or OPENAI_API_KEY)", rich_help_panel=ENGINE, show_default=False),
+        typer.Option(
+            help="(or OCRFLOW_API_KEY, OPENAI_API_KEY)", rich_help_panel=ENGINE, show_default=False
+        ),
     ] = None,
     recipe: Annotated[str | None, typer.Option(rich_help_panel=ENGINE)] = None,
     recipe_option: Annotated[list[str] | None, typer.Option(rich_help_panel=ENGINE)] = None,
     served_model_name: Annotated[str | None, typer.Option(rich_help_panel=ENGINE)] = None,
     vllm_command: Annotated[
-        str, typer.Option(help="How to run vLLM (--engine vllm).", rich_help_panel=ENGINE)
-    ] = "vllm serve",
+        str | None,
+        typer.Option(
+            help="How to run vLLM (--engine vllm; default: vllm serve).", rich_help_panel=ENGINE
+        ),
+    ] = None,
     vllm_arg: Annotated[
         list[str] | None,
         typer.Option(help="Extra `vllm serve` flag(s); never from a job.", rich_help_panel=ENGINE),
     ] = None,
     max_concurrency: Annotated[int | None, typer.Option(rich_help_panel=ENGINE)] = None,
-    request_timeout: Annotated[float, typer.Option(rich_help_panel=ENGINE)] = 180.0,
-    page_deadline: Annotated[float, typer.Option(rich_help_panel=ENGINE)] = 600.0,
+    request_timeout: Annotated[float | None, typer.Option(rich_help_panel=ENGINE)] = None,
+    page_deadline: Annotated[float | None, typer.Option(rich_help_panel=ENGINE)] = None,
     parallel: Annotated[int | None, typer.Option(rich_help_panel=ENGINE)] = None,
     threads: Annotated[int | None, typer.Option(rich_help_panel=ENGINE)] = None,
     render_workers: Annotated[int, typer.Option(help="Render processes per worker.")] = 1,
@@ -175,13 +161,13 @@ def serve_command(
         ),
     ] = 2.0,
     unreachable_timeout: Annotated[
-        float,
+        float | None,
         typer.Option(
-            help="Seconds an attempt waits for unreachable servers.",
+            help="Seconds an attempt waits for unreachable servers (as ocrflow run).",
             min=0.1,
             rich_help_panel=ENGINE,
         ),
-    ] = 60.0,
+    ] = None,
     quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
 ) -> None:
     """Serve the job API (POST /v1/jobs …, docs at /docs) with in-process workers."""
@@ -190,7 +176,7 @@ def serve_command(
     for noisy in ("httpx", "alembic"):  # a line per request, ~20 lines per start
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The service's modules load here, not when ``ocrflow`` starts (SQLAlchemy, Alembic).
-    from ocrflow.access import check_prefixes
+    from ocrflow.config.access import check_prefixes
 
     from .connections import ConnectionLimits
     from .db import Database, default_url
@@ -206,29 +192,15 @@ def serve_command(
     try:
         tokens = TokenSet.load(token_file)
         check_bind(host, tokens)
-        base = RunConfig(
-            inputs=(),
-            output=str(root),
-            render=RenderOptions(workers=render_workers),
-            engine=EngineOptions(
-                kind=engine,  # type: ignore[arg-type]
-                model=model,
-                servers=tuple(server or ()),
-                recipe=recipe,
-                recipe_options=_key_values(recipe_option or []),
-                served_model_name=served_model_name,
-                server_flags=tuple(f for arg in vllm_arg or () for f in shlex.split(arg)),
-                vllm_command=tuple(shlex.split(vllm_command)),
-                max_concurrency=max_concurrency,
-                request_timeout_s=request_timeout,
-                page_deadline_s=page_deadline,
-                unreachable_timeout_s=unreachable_timeout,
-                threads=threads,
-                **({"parallel": parallel} if parallel else {}),
-            ),
-            scale=ScaleOptions(split_pages=split_pages, lease_ttl_s=lease_ttl),
-            out=OutputOptions(relative_source_names=True),
-        )
+        base = _service_config(
+            root, workers=render_workers, split_pages=split_pages, lease_ttl=lease_ttl,
+            engine=engine, model=model, server=server, recipe=recipe,
+            recipe_option=recipe_option, served_model_name=served_model_name,
+            vllm_arg=vllm_arg, vllm_command=vllm_command, max_concurrency=max_concurrency,
+            request_timeout=request_timeout, page_deadline=page_deadline,
+            unreachable_timeout=unreachable_timeout, threads=threads,
+            parallel=parallel or None,  # 0: the default, as before
+        )  # fmt: skip
         allowed_models = check_service_engine(base.engine, allow_model or ())
         check_prefixes(tuple(allow_uri_prefix or ()), str(root))  # exit 2: no backend, …
         (root / "jobs").mkdir(parents=True, exist_ok=True)
@@ -253,13 +225,12 @@ def serve_command(
     added = jobs.rebuild()
     if added:
         log.info("rebuilt %d jobs from %s", added, root / "jobs")
-    key = _engine_key(api_key)
     _run_uvicorn(jobs, tokens, host, port, quiet, limits=RequestLimits(
         max_upload_bytes=max_upload_mb << 20,
         uri_prefixes=tuple(allow_uri_prefix or ()),
         callback_hosts=tuple(allow_callback_host or ()),
     ), scheduler=SchedulerSettings(
-        root=root, slots=workers, api_key=key, servers=tuple(server or ()),
+        root=root, slots=workers, api_key=api_key, servers=tuple(server or ()),
         render_workers=render_workers, lease_ttl_s=lease_ttl, metrics=Metrics(),
         items_in_flight=items_in_flight, engine_attempts=engine_start_attempts,
         engine_backoff_s=engine_start_backoff,
@@ -319,7 +290,7 @@ async def work_root(
     settings = SchedulerSettings(
         root=root.resolve(),
         slots=slots,
-        api_key=_engine_key(api_key),
+        api_key=api_key,
         servers=tuple(servers),
         render_workers=render_workers or 1,
         lease_ttl_s=lease_ttl or 60.0,
@@ -328,5 +299,10 @@ async def work_root(
     await Scheduler(settings).run()
 
 
-def _engine_key(api_key: str | None) -> str | None:
-    return api_key or os.environ.get("OPENAI_API_KEY") or os.environ.get("OCRFLOW_API_KEY")
+def _service_config(root: Path, **options: Any) -> RunConfig:
+    """The service's run configuration, which every job starts from: ``ocrflow serve``'s
+    flags (``ocrflow run``'s names) over the configuration's defaults; the outputs name
+    each source by its path in the job (a server's folders are not its clients' business)."""
+    config = build_run_config((), root, **options)
+    out = config.out.model_copy(update={"relative_source_names": True})
+    return config.model_copy(update={"out": out})

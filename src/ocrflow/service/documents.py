@@ -1,9 +1,9 @@
 """A finished job's documents as the web page shows them: each page's route, status and
 Markdown rendered to safe HTML, and the page image rendered on demand.
 
-Everything here reads the job's workspace (``ROOT/jobs/<id>/out``): done markers for the
-documents and their pages, ``results/<doc id>.jsonl`` for the text (its
-``pdf_page_numbers`` spans cut it into pages). Page images are rendered from the job's
+Everything here reads the job's OUT (``ROOT/jobs/<id>/out``) through ``sinks.results``: the
+done markers alone for the list, a ``Document`` (its pages' routes, statuses and Markdown)
+for one document's view. Page images are rendered from the job's
 input file in a :class:`RenderPool` worker process, never in the API process: PDFium is not
 thread-safe, and an uploaded file may be hostile (the pool's time and memory caps hold).
 :class:`PreviewRenderer` shares those processes fairly: each token may have only a few
@@ -14,7 +14,6 @@ rendered once is served from a cache.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
@@ -24,11 +23,13 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from ocrflow.errors import OcrflowError
-from ocrflow.records import DoneRecord, PageSummary
 from ocrflow.render.jobs import PageJob, RenderSpec
 from ocrflow.render.pool import RenderPool
-from ocrflow.storage import open_store
-from ocrflow.workspace import Workspace
+from ocrflow.sinks.results import StoredDocument, done_marker, done_markers, find_document
+from ocrflow.storage.open import open_store
+from ocrflow.types import Route
+from ocrflow.workspace.records import DoneRecord, PageSummary
+from ocrflow.workspace.state import Workspace
 
 #: Longest side of a page image on the web page, px (a small JPEG, ~100-200 kB).
 PREVIEW_DIM = 1000
@@ -59,8 +60,8 @@ def _image_placeholder(self: Any, tokens: Any, idx: int, options: Any, env: Any)
 def list_documents(out: Path) -> list[dict[str, Any]]:
     """The job's finished documents: id, name, status, reason, page count and how many pages
     fell back or were not converted, by name."""
-    records = Workspace(open_store(str(out))).done_records()
-    return sorted((_document_summary(r) for r in records), key=lambda d: d["name"])
+    markers = done_markers(open_store(str(out)))
+    return sorted((_document_summary(m) for m in markers), key=lambda d: d["name"])
 
 
 def _document_summary(record: DoneRecord) -> dict[str, Any]:
@@ -77,27 +78,37 @@ def _document_summary(record: DoneRecord) -> dict[str, Any]:
 
 def document_view(out: Path, doc_id: str) -> dict[str, Any]:
     """One document with its pages: number, route, status, reason, fallback and HTML."""
-    record = _done_record(out, doc_id)
-    texts = _page_texts(out / "results" / f"{doc_id}.jsonl")
+    stored = _stored_document(out, doc_id)
     pages = [
         {
-            "page": p.page,
-            "route": p.route,
-            "status": p.status,
-            "reason": p.reason,
-            "fallback": _is_fallback(p),
-            "html": markdown_html(texts.get(p.page, "")),
+            "page": page.number,
+            "route": str(page.route),
+            "status": str(page.status),
+            "reason": page.reason,
+            "fallback": page.route is Route.FALLBACK,
+            "html": markdown_html(page.markdown),
         }
-        for p in sorted(record.pages, key=lambda p: p.page)
+        for page in stored.document.pages
     ]
-    return _document_summary(record) | {"page_list": pages}
+    return _document_summary(stored.marker) | {"page_list": pages}
 
 
-def _done_record(out: Path, doc_id: str) -> DoneRecord:
+def _checked_id(doc_id: str) -> str:
     # Ids are hex digests: anything else never names a marker (and never a path).
     if not doc_id or not all(c in "0123456789abcdef" for c in doc_id):
         raise DocumentNotFound(doc_id)
-    record = Workspace(open_store(str(out))).done_record(doc_id)
+    return doc_id
+
+
+def _stored_document(out: Path, doc_id: str) -> StoredDocument:
+    stored = find_document(open_store(str(out)), _checked_id(doc_id))
+    if stored is None:
+        raise DocumentNotFound(doc_id)
+    return stored
+
+
+def _done_record(out: Path, doc_id: str) -> DoneRecord:
+    record = done_marker(open_store(str(out)), _checked_id(doc_id))
     if record is None:
         raise DocumentNotFound(doc_id)
     return record
@@ -106,17 +117,6 @@ def _done_record(out: Path, doc_id: str) -> DoneRecord:
 def _is_fallback(page: PageSummary) -> bool:
     """The page's text came from the fallback engine (the VLM's answers were unusable)."""
     return page.route == "fallback"
-
-
-def _page_texts(path: Path) -> dict[int, str]:
-    """``{page: text}`` from a document's Dolma record (empty when it has none)."""
-    try:
-        record = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
-    except (OSError, IndexError, ValueError):
-        return {}
-    text = record.get("text", "")
-    spans = record.get("attributes", {}).get("pdf_page_numbers", [])
-    return {int(page): text[start:end] for start, end, page in spans}
 
 
 def page_source(out: Path, doc_id: str, page: int) -> tuple[str, str]:

@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from ocrflow.access import service_policy
 from ocrflow.config import RunConfig
+from ocrflow.config.access import service_policy
 from ocrflow.errors import OcrflowError
 from ocrflow.executors.local import TooManyDocuments, plan_run
 

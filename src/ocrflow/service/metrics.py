@@ -12,7 +12,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 from sqlalchemy import func, select
 
-from ocrflow.metrics import CONTENT_TYPE, Metrics
+from ocrflow.observe.metrics import CONTENT_TYPE, Metrics
 
 from .db import TERMINAL, Database, Job
 

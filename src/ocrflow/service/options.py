@@ -24,10 +24,10 @@ from pydantic import (
 )
 
 from ocrflow.config import EngineOptions, RunConfig
+from ocrflow.config.builder import build_run_config
 from ocrflow.engines.model_names import MAX_NAME_CHARS, check_model_name, check_served_name
 from ocrflow.errors import ConfigError, OcrflowError
 from ocrflow.sinks import validate_formats
-from ocrflow.stages.commands import parse_stages
 
 #: Engines a job may choose besides the service's own (both run on this machine's CPU).
 CPU_ENGINES = frozenset({"embedded", "tesseract"})
@@ -90,6 +90,13 @@ class JobOptions(BaseModel):
             raise ValueError(str(exc)) from None
 
 
+#: Job options that are ``ocrflow run`` options under the same name, passed as they are.
+_RUN_OPTIONS = {
+    "pages", "text_layer", "target_dim", "page_separator", "languages", "max_page_error_rate",
+    "dataset_column", "dataset_id_column",
+}  # fmt: skip
+
+
 class OptionError(ConfigError):
     """A job option is unknown or has a bad value; the message names it."""
 
@@ -131,24 +138,17 @@ def job_config(
     ``allowed_models``: the models a job may choose besides the service's own
     (``ocrflow serve --allow-model``).
     """
-    data = base.model_dump()
-    data.update(inputs=tuple(inputs), output=output)
-    if options.pages is not None:
-        data["pages"] = options.pages
-    _apply_engine(data["engine"], options, base.engine, allowed_models)
-    if options.text_layer is not None:
-        data["route"]["text_layer"] = options.text_layer
-    if options.target_dim is not None:
-        data["render"]["target_dim"] = options.target_dim
-    if options.page_separator is not None:
-        data["out"]["page_separator"] = options.page_separator
-    if options.dataset_column is not None:
-        data["input"]["dataset_column"] = options.dataset_column
-    if options.dataset_id_column is not None:
-        data["input"]["dataset_id_column"] = options.dataset_id_column
+    engine = _job_engine(options, base.engine, allowed_models)
     try:
-        _apply_outputs(data, options)
-        config = RunConfig.model_validate(data)
+        config = build_run_config(
+            inputs,
+            output,
+            base=base.model_copy(update={"engine": engine}),
+            **options.model_dump(include=_RUN_OPTIONS),
+            output_format=options.format,
+            stages=options.stages,
+        )
+        _check_outputs(config)
     except ValidationError as exc:
         first = exc.errors()[0]
         name = ".".join(str(p) for p in first["loc"])
@@ -182,9 +182,11 @@ def check_service_engine(engine: EngineOptions, allowed: Sequence[str]) -> tuple
     return tuple(dict.fromkeys(m for m in allowed if m != engine.model))
 
 
-def _apply_engine(
-    engine: dict[str, Any], options: JobOptions, service: EngineOptions, allowed: Sequence[str]
-) -> None:
+def _job_engine(
+    options: JobOptions, service: EngineOptions, allowed: Sequence[str]
+) -> EngineOptions:
+    """The service's engine with the job's choices (validated with the whole configuration)."""
+    engine: dict[str, Any] = {}
     if options.engine is not None:
         if options.engine not in CPU_ENGINES | {service.kind}:
             offered = ", ".join(sorted(CPU_ENGINES | {service.kind}))
@@ -198,12 +200,10 @@ def _apply_engine(
         engine.update(model=model, recipe=recipe, recipe_options={})
     if model != service.model:
         engine["served_model_name"] = None
-    for name in ("languages", "max_page_error_rate"):
-        value = getattr(options, name)
-        if value is not None:
-            engine[name] = value
     if options.recipe_option is not None:
-        engine["recipe_options"] = {**engine["recipe_options"], **options.recipe_option.as_dict()}
+        recipe_options = engine.get("recipe_options", service.recipe_options)
+        engine["recipe_options"] = {**recipe_options, **options.recipe_option.as_dict()}
+    return service.model_copy(update=engine)
 
 
 def _job_model(model: str | None, service: EngineOptions, allowed: Sequence[str]) -> str | None:
@@ -252,12 +252,8 @@ def _check_recipe(engine: EngineOptions) -> None:
         raise OptionError(f"invalid option 'recipe_option': {exc}") from None
 
 
-def _apply_outputs(data: dict[str, Any], options: JobOptions) -> None:
-    if options.format is not None:
-        names = options.format.split(",") if isinstance(options.format, str) else options.format
-        data["out"]["formats"] = validate_formats(names)
-    if options.stages is not None:
-        stages = parse_stages(options.stages)
-        if stages != ("extract",):
-            raise OptionError("invalid option 'stages': the service runs extract only for now")
-        data["stages"]["stages"] = stages
+def _check_outputs(config: RunConfig) -> None:
+    """The formats must have sinks; the service runs no later stage yet."""
+    validate_formats(config.out.formats)
+    if config.stages.stages != ("extract",):
+        raise OptionError("invalid option 'stages': the service runs extract only for now")

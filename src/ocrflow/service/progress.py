@@ -11,11 +11,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ocrflow.leases import LeaseManager
-from ocrflow.storage import open_store
+from ocrflow.storage.open import open_store
 from ocrflow.types import DocStatus
-from ocrflow.workitems import Manifest
-from ocrflow.workspace import Workspace
+from ocrflow.workspace.leases import LeaseManager
+from ocrflow.workspace.state import Workspace
+from ocrflow.workspace.workitems import Manifest
 
 from .layout import JobDir
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
-from ocrflow.sources import Source
+from ocrflow.inputs.source import Source
 
 from .db import TERMINAL, Database, Job
 from .layout import JobDir

@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from ocrflow.access import service_policy
+from ocrflow.config.access import service_policy
 from ocrflow.errors import SourceError
 
 from .callbacks import check_callback

@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from ocrflow.config import EngineOptions, RenderOptions
-from ocrflow.engines.session import EngineSession, api_key, open_engine
 from ocrflow.errors import (
     ConfigError,
     EngineAuthError,
@@ -32,7 +31,8 @@ from ocrflow.errors import (
     ModelNotServed,
     OcrflowError,
 )
-from ocrflow.metrics import Metrics
+from ocrflow.observe.metrics import Metrics
+from ocrflow.readers.session import EngineSession, api_key, open_engine
 from ocrflow.render.pool import RenderPool
 
 log = logging.getLogger("ocrflow.service")

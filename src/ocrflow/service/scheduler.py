@@ -31,12 +31,13 @@ from pathlib import Path
 
 from ocrflow.config import RunConfig
 from ocrflow.errors import OcrflowError
+from ocrflow.executors.item_loop import WorkerOptions
 from ocrflow.executors.plan import rejoined
-from ocrflow.executors.worker import Lent, WorkerOptions, work
-from ocrflow.leases import LeaseManager
-from ocrflow.metrics import Metrics
-from ocrflow.storage import open_store
-from ocrflow.workspace import Workspace
+from ocrflow.executors.worker import Lent, work
+from ocrflow.observe.metrics import Metrics
+from ocrflow.storage.open import open_store
+from ocrflow.workspace.leases import LeaseManager
+from ocrflow.workspace.state import Workspace
 
 from .layout import JobDir, job_ids
 from .progress import FAILED_MARKER, fail_job, pending_items

@@ -18,8 +18,8 @@ from typing import BinaryIO
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from ocrflow.names import cap_component, split_extension
-from ocrflow.sources import DOCUMENT_SUFFIXES, sniff_kind
+from ocrflow.inputs.source import DOCUMENT_SUFFIXES, sniff_kind
+from ocrflow.storage.names import cap_component, split_extension
 
 MAX_FIELD_BYTES = 1 << 20
 MAX_FILES = 1000

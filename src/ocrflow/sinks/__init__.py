@@ -9,14 +9,13 @@ sink (Parquet, see ``sinks.parquet``).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from ocrflow.config.environment import PARQUET_ROWS_VARIABLE, setting
 from ocrflow.errors import ConfigError
-from ocrflow.names import safe_relpath
 from ocrflow.sinks.base import (
     BufferedSink,
     DocumentMeta,
@@ -29,8 +28,10 @@ from ocrflow.sinks.base import (
 from ocrflow.sinks.figures import FigureSink
 from ocrflow.sinks.jsonl import JsonlSink, assemble_text, dolma_record, jsonl_line, results_key
 from ocrflow.sinks.markdown import PAGE_JOINER, MarkdownSink, markdown_key, render_markdown
-from ocrflow.sinks.parquet import ParquetSink, ShardLimits
-from ocrflow.storage import Store
+from ocrflow.sinks.parquet import ParquetSink
+from ocrflow.storage.local import Store
+from ocrflow.storage.names import safe_relpath
+from ocrflow.storage.shards import ShardLimits
 
 __all__ = [
     "KNOWN_FORMATS",
@@ -59,9 +60,6 @@ __all__ = [
     "validate_formats",
 ]
 
-#: Rows per Parquet shard; an environment override lets tests write shards often.
-SHARD_ROWS_ENV = "OCRFLOW_PARQUET_MAX_ROWS"
-
 
 @dataclass(frozen=True, slots=True)
 class SinkContext:
@@ -74,7 +72,7 @@ class SinkContext:
 
 
 def _parquet(context: SinkContext) -> Sink:
-    rows = int(os.environ.get(SHARD_ROWS_ENV) or ShardLimits().max_rows)
+    rows = int(setting(PARQUET_ROWS_VARIABLE) or ShardLimits().max_rows)
     return ParquetSink(
         context.store,
         context.worker,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ocrflow.errors import WorkspaceError
 from ocrflow.sinks.base import FinishedDocument, figure_key
-from ocrflow.storage import Store
+from ocrflow.sinks.figure_records import save_figure_document
+from ocrflow.storage.local import Store
 
 
 class FigureSink:
@@ -33,10 +34,6 @@ class FigureSink:
                     )
                 key = figure_key(document.doc_id, figure.page, figure.index)
                 self.store.write_bytes(key, figure.png)
-        # Imported here: the stage module builds on sinks.base, so a top-level import
-        # would make ``import ocrflow.stages.figure_items`` circular.
-        from ocrflow.stages.figure_items import save_figure_document
-
         save_figure_document(self.store, document)
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 from ocrflow.document import blocks_to_rows, linked_blocks
+from ocrflow.inputs.source import row_metadata
 from ocrflow.sinks.base import (
     DocumentMeta,
     FinishedDocument,
@@ -16,8 +17,7 @@ from ocrflow.sinks.base import (
     page_text,
 )
 from ocrflow.sinks.markdown import PAGE_JOINER
-from ocrflow.sources import row_metadata
-from ocrflow.storage import Store
+from ocrflow.storage.local import Store
 from ocrflow.types import DocumentResult, PageResult
 
 

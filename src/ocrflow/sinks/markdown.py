@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ocrflow.names import safe_relpath
 from ocrflow.sinks.base import FinishedDocument, page_text
-from ocrflow.storage import Store
+from ocrflow.storage.local import Store
+from ocrflow.storage.names import safe_relpath
 from ocrflow.types import PageResult
 
 PAGE_JOINER = "\n\n"

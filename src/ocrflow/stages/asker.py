@@ -18,7 +18,7 @@ from PIL import Image
 
 from ocrflow.engines.base import Engine
 from ocrflow.errors import EngineRejected, EngineUnavailable
-from ocrflow.policy import TransportPolicy
+from ocrflow.readers.policy import TransportPolicy
 from ocrflow.stages.answers import answer_markdown
 from ocrflow.stages.figure_items import FigureResult
 from ocrflow.types import EngineReply, PageImage, PageRequest

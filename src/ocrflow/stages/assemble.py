@@ -19,18 +19,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ocrflow.sinks.base import FinishedDocument
+from ocrflow.sinks.figure_records import figure_doc_ids, finished_document, load_figure_document
 from ocrflow.sinks.jsonl import JsonlSink
 from ocrflow.sinks.markdown import MarkdownSink
-from ocrflow.sinks.parquet import DOCUMENT_SCHEMA, document_row, shard_keys, table_bytes
-from ocrflow.stages.figure_items import (
-    figure_doc_ids,
-    finished_document,
-    load_figure_document,
-    load_latest,
-    load_results,
-)
-from ocrflow.storage import Store
-from ocrflow.workspace import Workspace
+from ocrflow.sinks.parquet import DOCUMENT_SCHEMA, document_row
+from ocrflow.stages.figure_items import load_latest, load_results
+from ocrflow.storage.local import Store
+from ocrflow.storage.shards import shard_keys, table_bytes
+from ocrflow.workspace.state import Workspace
 
 
 @dataclass

@@ -13,28 +13,14 @@ from pydantic import SecretStr
 from rich.console import Console
 
 from ocrflow.config import EngineOptions, RunConfig
-from ocrflow.errors import ConfigError, OcrflowError, OutputError
+from ocrflow.errors import OcrflowError, OutputError
 from ocrflow.executors.plan import run_until_signal
 from ocrflow.stages.assemble import AssembleStats, assemble
 from ocrflow.stages.describe import DescribeConfig, DescribeStats, describe
-from ocrflow.storage import open_store
-from ocrflow.workspace import Workspace
+from ocrflow.storage.open import open_store
+from ocrflow.workspace.state import Workspace
 
-STAGES = ("extract", "describe", "assemble")
 VLM = "VLM engine (default: the one OUT was made with)"
-
-
-def parse_stages(text: str) -> tuple[str, ...]:
-    """``extract,describe,assemble`` as a tuple in run order (``ocrflow run`` always
-    extracts: the later stages alone are ``ocrflow describe`` and ``ocrflow assemble``)."""
-    chosen = {s.strip().lower() for s in text.split(",") if s.strip()}
-    unknown = chosen - set(STAGES)
-    if unknown or "extract" not in chosen:
-        raise ConfigError(
-            f"--stages {text!r}: give extract, then describe and/or assemble "
-            f"(unknown: {', '.join(sorted(unknown)) or 'none'})"
-        )
-    return tuple(s for s in STAGES if s in chosen)
 
 
 def describe_engine(base: EngineOptions, **overrides: Any) -> EngineOptions:

@@ -16,24 +16,26 @@ import time
 from dataclasses import dataclass, field
 
 from ocrflow.config import EngineOptions
-from ocrflow.engines.session import open_engine
 from ocrflow.errors import ConfigError
-from ocrflow.leases import Lease, LeaseManager, new_owner
+from ocrflow.readers.session import open_engine
+from ocrflow.sinks.figure_records import (
+    FigureDocument,
+    FigureEntry,
+    figure_doc_ids,
+    load_figure_document,
+)
 from ocrflow.stages.answers import prompt_for
 from ocrflow.stages.asker import AskSettings, FigureAsker
 from ocrflow.stages.figure_items import (
     DescribeSet,
-    FigureDocument,
-    FigureEntry,
     FigureResult,
-    figure_doc_ids,
-    load_figure_document,
     result_key,
     result_prefix,
     save_latest,
 )
-from ocrflow.storage import Store
-from ocrflow.workspace import Workspace, store_call
+from ocrflow.storage.local import Store
+from ocrflow.workspace.leases import Lease, LeaseManager, new_owner
+from ocrflow.workspace.state import Workspace, store_call
 
 log = logging.getLogger("ocrflow.describe")
 #: Figures whose crops are held and asked about at once, per server (bounds memory; well

@@ -56,7 +56,7 @@ def write_inputs(folder: Path) -> None:
 def patch_save_pages(out: Path) -> None:
     """Kill the process after the first checkpoint of the ten-page PDF, once the scan is
     done; later checkpoints wait for the kill."""
-    from ocrflow import workspace
+    from ocrflow.workspace import state as workspace
 
     original = workspace.Workspace.save_pages
     saved = threading.Event()

@@ -7,8 +7,8 @@ from pydantic import ValidationError
 
 from ocrflow.config import EngineOptions, RunConfig
 from ocrflow.engines.presets import FP8_KV_FLAGS, FP8_WEIGHT_FLAGS, preset_flags
-from ocrflow.engines.session import managed_flags
 from ocrflow.errors import ConfigError
+from ocrflow.readers.session import managed_flags
 from ocrflow.recipes.deepseek import DeepseekRecipe
 from ocrflow.recipes.olmocr import OlmocrRecipe
 

@@ -279,7 +279,7 @@ def test_the_finalizer_kills_servers_whose_owner_never_stopped_them(tmp_path: Pa
 
 def test_olmocr_gpu_flags_only_when_gpus_are_named() -> None:
     from ocrflow.config import EngineOptions
-    from ocrflow.engines.session import managed_flags
+    from ocrflow.readers.session import managed_flags
     from ocrflow.recipes.olmocr import OlmocrRecipe
 
     recipe = OlmocrRecipe()

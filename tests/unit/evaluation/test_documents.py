@@ -8,6 +8,10 @@ from pathlib import Path
 from ocrflow.evaluation.bench import parse_test
 from ocrflow.evaluation.documents import load_run, resolve_name
 from ocrflow.evaluation.evaluate import evaluate_run, evaluate_tests, find_truth
+from ocrflow.sinks import DocumentMeta, FinishedDocument, JsonlSink
+from ocrflow.storage.local import LocalStore
+from ocrflow.types import DocStatus, DocumentResult, PageResult, Route
+from ocrflow.workspace.state import Workspace
 
 
 def test_repeats_pass_by_majority(tmp_path: Path) -> None:
@@ -32,15 +36,20 @@ def test_repeats_pass_by_majority(tmp_path: Path) -> None:
 
 
 def test_ocrflow_records_are_cut_into_pages(tmp_path: Path) -> None:
-    (tmp_path / "results").mkdir()
-    text = "Page one text\n\nPage two text"
-    record = {
-        "id": "x",
-        "text": text,
-        "metadata": {"source_path": "in/a.pdf", "status": "ok"},
-        "attributes": {"pdf_page_numbers": [[0, 13, 1], [15, 28, 2]]},
-    }
-    (tmp_path / "results" / "x.jsonl").write_text(json.dumps(record) + "\n")
+    # A real OUT: the JSONL sink's record and the workspace's done marker.
+    store = LocalStore(tmp_path)
+    pages = (
+        PageResult(1, "Page one text", Route.ENGINE),
+        PageResult(2, "Page two text", Route.ENGINE),
+    )
+    for doc_id, rel in (("x", "in/a.pdf"), ("y", "in/unfinished.pdf")):
+        result = DocumentResult(doc_id, f"/{rel}", DocStatus.OK, pages, 2)
+        meta = DocumentMeta(rel, "0" * 64, None, "embedded", "fp")
+        JsonlSink(store).write(FinishedDocument(result, meta))
+        if doc_id == "x":  # a record without a done marker is of a document still at work
+            Workspace(store).mark_done(result, rel=rel)
+    record = json.loads((tmp_path / "results" / "x.jsonl").read_text())
+    assert record["attributes"]["pdf_page_numbers"] == [[0, 13, 1], [15, 28, 2]]
     docs = load_run(str(tmp_path))
     assert docs.pages == {"in/a.pdf": {1: ["Page one text"], 2: ["Page two text"]}}
     truth = tmp_path / "gt"

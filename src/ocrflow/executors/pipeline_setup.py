@@ -1,0 +1,128 @@
+"""How a worker sets up the pipeline for its engine: the page reader (plain, or a recipe's
+with retries, fallbacks and second passes), the render size, the page budget, and the
+progress events fanned out to every listener."""
+
+from __future__ import annotations
+
+from ocrflow.config import EngineOptions, RunConfig
+from ocrflow.engines.factory import build_engine
+from ocrflow.pipeline.documents import CHUNK_PAGES, DocumentPipeline, PageBudget, Progress
+from ocrflow.readers.plain import PageReader, PlainReader
+from ocrflow.readers.session import EngineSession
+from ocrflow.render.pool import RenderPool
+from ocrflow.sinks import Outputs
+from ocrflow.workspace.state import Workspace
+
+
+class FanOut:
+    """Sends progress events to several listeners."""
+
+    def __init__(self, *listeners: Progress) -> None:
+        self.listeners = listeners
+
+    def document_started(self, source, pages):  # type: ignore[no-untyped-def]
+        for listener in self.listeners:
+            listener.document_started(source, pages)
+
+    def pages_finished(self, results):  # type: ignore[no-untyped-def]
+        for listener in self.listeners:
+            listener.pages_finished(results)
+
+    def document_finished(self, source, result, skipped):  # type: ignore[no-untyped-def]
+        for listener in self.listeners:
+            listener.document_finished(source, result, skipped)
+
+
+def build_reader(config: RunConfig, session: EngineSession) -> PageReader:
+    """The page reader for the engine: plain text, or a recipe with retries and fallbacks."""
+    if session.recipe is None:
+        return PlainReader(session.engine)
+    from ocrflow.readers.policy import AttemptPolicy, TransportPolicy
+    from ocrflow.readers.second_pass import second_pass_for
+    from ocrflow.readers.vlm import VlmReader
+
+    options, passes = config.engine, config.passes
+    second_pass = second_pass_for(
+        session.recipe, passes.roi_labels, passes.retry_large_cap, passes.required_labels
+    )
+    return VlmReader(
+        session.engine,
+        session.recipe,  # type: ignore[arg-type]
+        transport=TransportPolicy(
+            page_deadline_s=options.page_deadline_s, request_timeout_s=options.request_timeout_s
+        ),
+        attempts=AttemptPolicy(max_page_error_rate=options.max_page_error_rate),
+        fallback_engine=lambda: build_engine(EngineOptions(kind="embedded")),
+        second_pass=second_pass,
+        first_pass_dim=page_dim(config, session) if second_pass else None,
+    )
+
+
+def page_dim(config: RunConfig, session: EngineSession) -> int:
+    """The longest side of the image the engine's first read gets."""
+    return config.render.target_dim or session.target_dim
+
+
+def render_dim(config: RunConfig, session: EngineSession) -> int:
+    """The longest side pages are rendered at: the first read's, or the second passes'
+    resolution when they are on (the reader shrinks the page for its first read)."""
+    passes = config.passes
+    if session.recipe is not None and (passes.roi_labels or passes.retry_large_cap):
+        from ocrflow.readers.second_pass import HIRES_DIM
+
+        return max(page_dim(config, session), HIRES_DIM)
+    return page_dim(config, session)
+
+
+#: Pages in flight per replica that an adaptive limit may use. Measured on one H100 with
+#: olmOCR-2 (fp8 KV cache): vLLM's batch held ~350 requests; a budget of 256 capped ocrflow
+#: below that (0.84-0.91 of a bare client). A page costs ~0.1-0.3 MB while it waits.
+ADAPTIVE_PAGES_PER_REPLICA = 512
+
+
+def page_budget(config: RunConfig) -> int:
+    """How many pages may be rendered and not yet read: enough to keep the engine busy."""
+    render_ahead = CHUNK_PAGES * config.render.workers * 2
+    if config.engine.kind in {"embedded", "tesseract"}:
+        return max(render_ahead, 32)
+    replicas = max(1, len(config.engine.servers), len(config.engine.gpus))
+    concurrency = config.engine.max_concurrency or ADAPTIVE_PAGES_PER_REPLICA
+    return render_ahead + concurrency * replicas + CHUNK_PAGES * 4
+
+
+def build_pipeline(
+    config: RunConfig,
+    workspace: Workspace,
+    session: EngineSession,
+    reader: PageReader,
+    *,
+    pool: RenderPool,
+    listeners: list[Progress],
+    owner: str,
+    fingerprint: str,
+) -> DocumentPipeline:
+    """The document pipeline of one worker: its outputs, page budget and render size, and
+    progress events sent to every listener (the first is the worker's own tally)."""
+    return DocumentPipeline(
+        pages=config.pages,
+        passwords=config.passwords,
+        render=config.render,
+        route=config.route,
+        passes=config.passes,
+        out=config.out,
+        max_page_error_rate=config.engine.max_page_error_rate,
+        pool=pool,
+        reader=reader,
+        workspace=workspace,
+        outputs=Outputs(
+            config.out.formats,
+            workspace.store,
+            owner,
+            page_separator=config.out.page_separator,
+        ),
+        budget=PageBudget(page_budget(config)),
+        progress=FanOut(*listeners) if len(listeners) > 1 else listeners[0],
+        fingerprint=fingerprint,
+        engine_name=session.label,
+        target_dim=render_dim(config, session),
+    )

@@ -1,0 +1,383 @@
+"""Page → document orchestration: probe, render in chunks, route, read, checkpoint, assemble.
+
+Memory is bounded by ``PageBudget``: a page holds a slot from just before it is rendered
+until its text is known, so at most ``budget`` page images exist at any moment, however many
+documents or pages the run has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import hashlib
+import os
+import stat
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import SecretStr
+
+from ocrflow.config import OutputOptions, PassOptions, RenderOptions, RouteOptions
+from ocrflow.config.pagespec import select_pages
+from ocrflow.inputs.expand import refusal
+from ocrflow.inputs.source import Source
+from ocrflow.pipeline.route import route_page, settled_page
+from ocrflow.readers.markdown_clean import clean_page, recipe_prompts
+from ocrflow.readers.plain import PageReader
+from ocrflow.render.jobs import PageJob, ProbeJob, RenderedPage, RenderSpec
+from ocrflow.render.pool import RenderPool
+from ocrflow.sinks import DocumentMeta, FinishedDocument, Outputs
+from ocrflow.storage.names import local_path
+from ocrflow.types import (
+    DocStatus,
+    DocumentResult,
+    PageKey,
+    PageResult,
+    PageStatus,
+    Reason,
+    Route,
+)
+from ocrflow.workspace.state import Workspace, result_from_done, store_call
+
+CHUNK_PAGES = 8
+
+
+class Progress(Protocol):
+    """Hears about work as it happens (progress bars, logs, run statistics)."""
+
+    def document_started(self, source: Source, pages: int) -> None: ...
+
+    def pages_finished(self, results: list[PageResult]) -> None: ...
+
+    def document_finished(self, source: Source, result: DocumentResult, skipped: bool) -> None: ...
+
+
+class PageBudget:
+    """A counting limiter that hands out several slots at once without deadlock."""
+
+    def __init__(self, slots: int) -> None:
+        self._slots = asyncio.Semaphore(slots)
+        self._grab = asyncio.Lock()
+
+    async def acquire(self, count: int) -> None:
+        # One taker at a time: two takers each holding half of what they need would wait
+        # for each other forever.
+        async with self._grab:
+            for _ in range(count):
+                await self._slots.acquire()
+
+    def release(self, count: int = 1) -> None:
+        for _ in range(count):
+            self._slots.release()
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentJob:
+    """A document to convert; ``path`` is a local file with its bytes ("" = the source)."""
+
+    source: Source
+    rel: str
+    doc_id: str
+    content_sha256: str
+    path: str = ""
+
+    @property
+    def local_path(self) -> str:
+        return self.path or self.source.uri
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCommit:
+    """A document whose outputs are written but not all durable yet (a Parquet row waits
+    for its shard): its done marker, and ``then``, follow once they are."""
+
+    job: DocumentJob
+    result: DocumentResult
+    then: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedDocument:
+    """A probed document: its page count, the pages selected, and the password that works."""
+
+    page_count: int
+    pages: tuple[int, ...]
+    password: str | None
+
+
+def content_hash(path: str) -> str:
+    """SHA-256 of a local regular file, streamed; at most the size it had when opened is
+    read, so a file still growing ends. ``OSError`` when it is not a regular file (a FIFO or
+    a device swapped in since planning is never read: opened without blocking)."""
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        left = info.st_size
+        while left > 0 and (block := handle.read(min(1 << 20, left))):
+            digest.update(block)
+            left -= len(block)
+    return digest.hexdigest()
+
+
+def document_id(content_sha256: str, fingerprint: str, rel: str) -> str:
+    """Deterministic id: the same bytes at the same place under the same settings."""
+    blob = f"{content_sha256}\0{fingerprint}\0{rel}".encode()
+    return hashlib.sha256(blob).hexdigest()[:24]
+
+
+class DocumentPipeline:
+    """Converts one document at a time (call ``convert`` concurrently for many).
+
+    Of the run's configuration it takes the parts it uses: the page selection and the
+    passwords to try, the render limits, the routing, the clean pass, the share of pages
+    that may fall back, and how the outputs name a source."""
+
+    def __init__(
+        self,
+        *,
+        pages: str | None,
+        passwords: tuple[SecretStr, ...],
+        render: RenderOptions,
+        route: RouteOptions,
+        passes: PassOptions,
+        out: OutputOptions,
+        max_page_error_rate: float,
+        pool: RenderPool,
+        reader: PageReader,
+        workspace: Workspace,
+        outputs: Outputs,
+        budget: PageBudget,
+        progress: Progress,
+        fingerprint: str,
+        engine_name: str,
+        target_dim: int,
+    ) -> None:
+        self.pages = pages
+        self.passes = passes
+        self.out = out
+        self.max_page_error_rate = max_page_error_rate
+        self.pool = pool
+        self.reader = reader
+        self.workspace = workspace
+        self.outputs = outputs
+        self._pending: dict[str, PendingCommit] = {}
+        self.budget = budget
+        self.progress = progress
+        self.fingerprint = fingerprint
+        self.engine_name = engine_name
+        self.passwords = tuple(p.get_secret_value() for p in passwords)
+        #: What the recipe asks, so the clean pass can strip a reply that repeats it.
+        self.prompts = recipe_prompts(getattr(reader, "recipe", None))
+        self.spec = RenderSpec(
+            target_dim=target_dim,
+            max_pixels=render.max_pixels,
+            max_page_points=render.max_page_points,
+            max_image_pixels=render.max_image_pixels,
+            text_layer=route.text_layer,
+            encoding=reader.image_encoding,
+        )
+
+    async def report_if_done(self, job: DocumentJob) -> bool:
+        """If the document finished in an earlier run, report it as skipped and say so."""
+        done = await store_call(self.workspace.done_record, job.doc_id)
+        if done is None:
+            return False
+        # A kill between the done marker and the checkpoint cleanup leaves checkpoints behind.
+        await store_call(self.workspace.clear_pages, job.doc_id)
+        self.progress.document_finished(job.source, result_from_done(done), skipped=True)
+        return True
+
+    async def open(self, job: DocumentJob) -> OpenedDocument | DocumentResult:
+        """Probe the document: its pages and password, or a failed result saying why."""
+        failure = _unreadable(job.source)
+        if failure:
+            return _failed(job, *failure)
+        probe = await self.pool.probe(
+            ProbeJob(job.local_path, job.source.kind, self.passwords, self.spec.max_image_pixels)
+        )
+        if probe.reason:
+            return _failed(job, probe.reason, probe.error or probe.reason)
+        password = (
+            self.passwords[probe.password_index] if probe.password_index is not None else None
+        )
+        pages = select_pages(self.pages, probe.page_count)
+        if not pages:
+            return _failed(
+                job, Reason.EMPTY, "the page selection matches no page", probe.page_count
+            )
+        return OpenedDocument(probe.page_count, pages, password)
+
+    async def finish(
+        self,
+        job: DocumentJob,
+        opened: OpenedDocument,
+        results: list[PageResult] | None = None,
+        *,
+        then: Callable[[], None] | None = None,
+        flush: bool = False,
+    ) -> DocumentResult:
+        """Assemble the document (from ``results`` or its checkpoints), write its outputs and
+        commit it once they are durable (``then`` runs right after its done marker).
+
+        Outputs first, then the done marker, then checkpoints go: a kill at any point
+        leaves either a finished document or one the next run completes. A buffering sink
+        may hold the outputs back: the commit then happens at a later write or ``flush``
+        (``flush=True`` flushes at once).
+        """
+        if results is None:
+            saved = await store_call(self.workspace.load_pages, job.doc_id)
+            results = [saved[p] for p in opened.pages if p in saved]
+        result = assemble_document(
+            job.doc_id,
+            job.source.uri,
+            results,
+            opened.page_count,
+            max_fallback_rate=self.max_page_error_rate,
+        )
+        self._pending[job.doc_id] = PendingCommit(job, result, then)
+        durable = await store_call(self.outputs.write, FinishedDocument(result, self._meta(job)))
+        if flush:
+            durable += await store_call(self.outputs.flush)
+        await self._commit_durable(durable)
+        return result
+
+    async def finish_failed(
+        self, job: DocumentJob, result: DocumentResult, *, then: Callable[[], None] | None = None
+    ) -> DocumentResult:
+        """Commit a document that could not be opened (it has no outputs to wait for)."""
+        await self._commit(PendingCommit(job, result, then))
+        return result
+
+    async def flush_outputs(self) -> None:
+        """Make buffered outputs durable and commit their documents (before waiting or
+        stopping: a document waits in a buffer at most until then)."""
+        await self._commit_durable(await store_call(self.outputs.flush))
+
+    async def close_outputs(self) -> None:
+        """Flush and close every sink, committing what they held."""
+        await self._commit_durable(await store_call(self.outputs.close))
+
+    async def _commit_durable(self, doc_ids: list[str]) -> None:
+        for doc_id in doc_ids:
+            pending = self._pending.pop(doc_id, None)
+            if pending is not None:
+                await self._commit(pending)
+
+    async def _commit(self, pending: PendingCommit) -> None:
+        job, result = pending.job, pending.result
+        await store_call(
+            self.workspace.mark_done, result, rel=job.rel, content_sha256=job.content_sha256
+        )
+        await store_call(self.workspace.clear_pages, job.doc_id)
+        if pending.then is not None:
+            await store_call(pending.then)
+        self.progress.document_finished(job.source, result, skipped=False)
+
+    async def convert_pages(
+        self, job: DocumentJob, pages: tuple[int, ...], password: str | None
+    ) -> list[PageResult]:
+        """Convert ``pages`` (skipping checkpointed ones), checkpointing as chunks finish."""
+        done = await store_call(self.workspace.load_pages, job.doc_id)
+        if done:
+            self.progress.pages_finished([p for n, p in done.items() if n in pages])
+        pending = [p for p in pages if p not in done]
+        chunks = [tuple(pending[i : i + CHUNK_PAGES]) for i in range(0, len(pending), CHUNK_PAGES)]
+        parts = await asyncio.gather(*(self._convert_chunk(job, c, password) for c in chunks))
+        return [done[p] for p in pages if p in done] + [r for part in parts for r in part]
+
+    async def _convert_chunk(
+        self, job: DocumentJob, pages: tuple[int, ...], password: str | None
+    ) -> list[PageResult]:
+        await self.budget.acquire(len(pages))
+        try:
+            rendered = await self.pool.render(
+                PageJob(job.local_path, job.source.kind, pages, self.spec, password)
+            )
+            results = list(await asyncio.gather(*(self._finish_page(job, r) for r in rendered)))
+        finally:
+            self.budget.release(len(pages))
+        await store_call(self.workspace.save_pages, job.doc_id, results)
+        self.progress.pages_finished(results)
+        return results
+
+    async def _finish_page(self, job: DocumentJob, page: RenderedPage) -> PageResult:
+        route = route_page(page, self.spec.text_layer)
+        if route is not Route.ENGINE:
+            return settled_page(page, route)
+        result = await self.reader.read(page, PageKey(job.doc_id, page.page))
+        return clean_page(result, self.prompts) if self.passes.clean else result
+
+    def _meta(self, job: DocumentJob) -> DocumentMeta:
+        created = _mtime(local_path(job.source.uri))
+        name = job.rel if self.out.relative_source_names else None
+        return DocumentMeta(
+            job.rel, job.content_sha256, created, self.engine_name, self.fingerprint, name
+        )
+
+
+def assemble_document(
+    doc_id: str,
+    source: str,
+    pages: list[PageResult],
+    page_count: int,
+    *,
+    max_fallback_rate: float = 0.0,
+) -> DocumentResult:
+    """A document's status from its pages.
+
+    ok: every page converted by its intended route; partial: some pages failed, or more than
+    ``max_fallback_rate`` of them fell back (kept, marked, retried by ``ocrflow retry``);
+    failed: no page converted.
+    """
+    ordered = tuple(sorted(pages, key=lambda p: p.page))
+    failed = [p for p in ordered if p.status is PageStatus.FAILED]
+    fallbacks = [p for p in ordered if p.route is Route.FALLBACK and p.status is PageStatus.OK]
+    if failed and len(failed) == len(ordered):
+        reason, _ = Counter(p.reason or Reason.PAGE_ERRORS for p in failed).most_common(1)[0]
+        message = failed[0].error or reason
+        return DocumentResult(
+            doc_id, source, DocStatus.FAILED, ordered, page_count, reason, message
+        )
+    if failed:
+        reasons = Counter(p.reason or Reason.PAGE_ERRORS for p in failed)
+        message = f"{len(failed)} of {len(ordered)} pages failed: " + ", ".join(
+            f"{r} x{n}" for r, n in reasons.most_common()
+        )
+        return DocumentResult(
+            doc_id, source, DocStatus.PARTIAL, ordered, page_count, Reason.PAGE_ERRORS, message
+        )
+    if ordered and len(fallbacks) / len(ordered) > max_fallback_rate:
+        message = f"{len(fallbacks)} of {len(ordered)} pages fell back: {fallbacks[0].error}"
+        return DocumentResult(
+            doc_id, source, DocStatus.PARTIAL, ordered, page_count, Reason.FALLBACK_PAGES, message
+        )
+    return DocumentResult(doc_id, source, DocStatus.OK, ordered, page_count)
+
+
+def _unreadable(source: Source) -> tuple[str, str] | None:
+    refused = refusal(source.kind)  # refused when the inputs were expanded: never read
+    if refused:
+        return refused
+    if source.kind == "empty" or source.size == 0:
+        return Reason.EMPTY, "the file is empty (0 bytes)"
+    if source.kind not in {"pdf", "image"}:
+        return Reason.NOT_A_DOCUMENT, "not a PDF or an image (recognised by content)"
+    return None
+
+
+def _failed(job: DocumentJob, reason: str, message: str, page_count: int = 0) -> DocumentResult:
+    return DocumentResult(
+        job.doc_id, job.source.uri, DocStatus.FAILED, (), page_count, str(reason), message
+    )
+
+
+def _mtime(uri: str) -> float | None:
+    try:
+        return os.stat(uri).st_mtime
+    except OSError:
+        return None

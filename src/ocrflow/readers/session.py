@@ -1,0 +1,135 @@
+"""Open the configured engine for a run, and close everything it started afterwards."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from ocrflow.config import EngineOptions
+from ocrflow.config.environment import environment_api_key
+from ocrflow.engines.base import Engine
+from ocrflow.engines.completions import v1
+from ocrflow.engines.factory import build_engine
+from ocrflow.engines.presets import preset_flags
+from ocrflow.engines.readiness import confirm_models
+from ocrflow.errors import ConfigError
+
+log = logging.getLogger("ocrflow.engine")
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSession:
+    """The engine a run reads pages with, plus its recipe when it is a VLM."""
+
+    engine: Engine
+    recipe: object | None
+    label: str
+    #: The page size this engine reads best at, unless the user chose one.
+    target_dim: int
+
+
+def api_key(options: EngineOptions) -> str | None:
+    """The key from ``--api-key``, else the environment's (in the order
+    ``ocrflow.config.builder`` documents); never logged."""
+    if options.api_key is not None:
+        return options.api_key.get_secret_value()
+    return environment_api_key()
+
+
+@contextlib.asynccontextmanager
+async def open_engine(
+    options: EngineOptions, *, log_dir: str | None
+) -> AsyncIterator[EngineSession]:
+    """Yield a ready engine; on exit close it and stop any server it started."""
+    if options.kind in {"embedded", "tesseract"}:
+        engine = build_engine(options)
+        try:
+            yield EngineSession(engine, None, engine.name, _default_dim(engine))
+        finally:
+            await engine.aclose()
+        return
+    if not options.model:
+        raise ConfigError(f"--engine {options.kind} needs --model")
+    from ocrflow.recipes.registry import recipe_for_model
+
+    recipe = recipe_for_model(
+        options.model, options.recipe, guided=options.guided, **options.recipe_options
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        servers = list(options.servers)
+        if options.kind == "vllm":
+            servers = await stack.enter_async_context(_managed(options, recipe, log_dir))
+        elif not servers:
+            raise ConfigError("--engine openai needs --server URL (repeatable)")
+        engine = _openai(options, servers)
+        stack.push_async_callback(engine.aclose)
+        await engine.wait_ready(
+            options.ready_timeout_s, unreachable_s=options.unreachable_timeout_s
+        )
+        if len(servers) > 1:  # one replica ready: none of the others serves another model
+            model = options.served_model_name or options.model
+            await confirm_models([v1(s) for s in servers], model, api_key=api_key(options))
+        yield EngineSession(engine, recipe, f"{options.kind}:{options.model}", recipe.target_dim)
+
+
+def _default_dim(engine: Engine) -> int:
+    return int(getattr(engine, "default_target_dim", 1288))
+
+
+def _openai(options: EngineOptions, servers: list[str]) -> Engine:
+    from ocrflow.engines.breaker import BreakerPolicy
+    from ocrflow.engines.openai import OpenAIEngine
+
+    return OpenAIEngine(
+        servers,
+        options.served_model_name or options.model or "",
+        api_key=api_key(options),
+        max_concurrency=options.max_concurrency,
+        request_timeout_s=options.request_timeout_s,
+        breaker=BreakerPolicy(fail_after_s=_fail_after(options)),
+    )
+
+
+def _fail_after(options: EngineOptions) -> float:
+    """How long every server may fail before the run stops: for servers we start, at
+    least their ``--ready-timeout`` (a crashed one is restarted, and loads that long)."""
+    if options.kind == "vllm" and options.fail_after_s > 0:
+        return max(options.fail_after_s, options.ready_timeout_s)
+    return options.fail_after_s
+
+
+def managed_flags(recipe: object, options: EngineOptions) -> tuple[str, ...]:
+    """``vllm serve`` flags: the recipe's, then its preset's (``--preset``, else the
+    recipe's ``gpu_preset`` when GPUs are named), then the user's ``--vllm-arg`` (last one
+    wins). A preset leaves out flags the server can be told in advance to refuse."""
+    recipe_flags = tuple(getattr(recipe, "server_flags", ()))
+    name = options.preset or (getattr(recipe, "gpu_preset", None) if options.gpus else None)
+    added = preset_flags(
+        name,
+        model=options.model or "",
+        gpus=options.gpus,
+        flags=(*recipe_flags, *options.server_flags),
+    )
+    return (*recipe_flags, *added, *options.server_flags)
+
+
+@contextlib.asynccontextmanager
+async def _managed(
+    options: EngineOptions, recipe: object, log_dir: str | None
+) -> AsyncIterator[list[str]]:
+    from ocrflow.engines.server import ManagedServers, ServerSpec
+
+    spec = ServerSpec(
+        model=options.model or "",
+        served_model_name=options.served_model_name or options.model,
+        flags=managed_flags(recipe, options),
+        gpus=options.gpus,
+        command=options.vllm_command,
+        log_dir=log_dir,
+        ready_timeout_s=options.ready_timeout_s,
+        api_key=api_key(options),
+    )
+    async with ManagedServers(spec) as servers:
+        yield list(servers.urls)
