@@ -21,13 +21,15 @@ from ocrflow.executors.preflight import check_before_start
 from ocrflow.inputs.expand import expand_inputs
 from ocrflow.inputs.skips import Skipped
 from ocrflow.observe.metrics import serve_metrics
+from ocrflow.recipes.registry import RECIPES
 from ocrflow.sinks import KNOWN_FORMATS
 from ocrflow.stages.commands import run_later_stages
 from ocrflow.storage.fsspec_store import backend_errors, backend_message
 
-#: The registries name the choices: a new format or executor needs no edit here.
+#: The registries name the choices: a new format, executor or recipe needs no edit here.
 FORMATS = ", ".join(KNOWN_FORMATS)
 EXECUTOR_NAMES = " or ".join(EXECUTORS)
+RECIPE_NAMES = ", ".join(RECIPES)
 
 VLM = "VLM engines (--engine openai / vllm)"
 SCALE = "Scale-out (many workers, Ray)"
@@ -108,11 +110,15 @@ def run_command(
     ] = None,
     api_key: Annotated[
         str | None,
-        typer.Option(help="API key (or OPENAI_API_KEY).", rich_help_panel=VLM, show_default=False),
+        typer.Option(
+            help="API key (else OCRFLOW_API_KEY, else OPENAI_API_KEY).",
+            rich_help_panel=VLM,
+            show_default=False,
+        ),
     ] = None,
     recipe: Annotated[
         str | None,
-        typer.Option(help="olmocr, deepseek, markdown, dots, chandra.", rich_help_panel=VLM),
+        typer.Option(help=f"{RECIPE_NAMES} (default: by the model's name).", rich_help_panel=VLM),
     ] = None,
     recipe_option: Annotated[
         list[str] | None,
