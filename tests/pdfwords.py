@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ocrflow.types import BBox
+
 #: Courier's advance (all glyphs) and its ascender/descender, in em (its AFM file).
 ADVANCE = 0.6
 ASCENT = 0.629
@@ -95,6 +97,11 @@ def make_pdf(pages: Sequence[Page]) -> bytes:
         )
         kids.append(f"{len(objects)} 0 R")
     objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>".encode()
+    return pdf_from_objects(objects)
+
+
+def pdf_from_objects(objects: list[bytes]) -> bytes:
+    """A PDF file of ``objects`` (numbered from 1, object 1 the catalog) with its xref table."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, 1):
@@ -122,3 +129,15 @@ def paragraph_words(
             words.append(Word(token, cursor, top - row * 1.4 * size, size))
             cursor += ADVANCE * size * (len(token) + 1)
     return words
+
+
+def inside(inner: BBox, outer: BBox | None, slack: float) -> bool:
+    """Whether box ``inner`` lies in box ``outer`` give or take ``slack`` on every side."""
+    if outer is None:
+        return False
+    return (
+        inner[0] >= outer[0] - slack
+        and inner[1] >= outer[1] - slack
+        and inner[2] <= outer[2] + slack
+        and inner[3] <= outer[3] + slack
+    )

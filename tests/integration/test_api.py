@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,15 @@ def test_results_reads_an_out_of_the_previous_main() -> None:
     assert all(page.blocks == () for page in document.pages)  # written before blocks
     round_trip = Document.from_dict(json.loads(json.dumps(document.to_dict())))
     assert round_trip.markdown == document.markdown
+
+
+def test_a_damaged_record_is_an_error_naming_it(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(OLD_OUT, out)
+    (record,) = (out / "results").glob("*.jsonl")
+    record.write_bytes(b"\xff\xfe not UTF-8 JSON\n")
+    with pytest.raises(WorkspaceError, match=f"{record.name} .* is not a JSONL record"):
+        list(ocrflow.results(out))
 
 
 def test_results_of_a_folder_without_a_run(tmp_path: Path) -> None:

@@ -15,11 +15,10 @@ import httpx
 import pytest
 
 from tests.fakevllm.engine import Capacity, Engine
-from tests.fakevllm.process import ServerHandle, ServerStartError, running_server
+from tests.fakevllm.process import FAST, ServerHandle, ServerStartError, running_server
 from tests.fakevllm.server import EXCLUSIVE_FAULTS
 
 #: a fast engine for functional tests: 20-token pages, sub-millisecond steps
-FAST = ("--pages-per-s", "2000", "--tokens-per-page", "20", "--max-num-seqs", "16")
 VLLM_METRICS = (
     "vllm:num_requests_running",
     "vllm:num_requests_waiting",

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakevllm.process import running_server
+from tests.fakevllm.process import FAST, running_server
 
 from .cli_helpers import ocrflow
 
 FAKE_VLLM = Path(__file__).resolve().parents[1] / "data" / "fake_vllm_cli.py"
-FAST = ("--pages-per-s", "2000", "--tokens-per-page", "20", "--max-num-seqs", "16")
 SECRET = "sk-fake-31c9e5a2b7"
 
 

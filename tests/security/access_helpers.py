@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pypdfium2 as pdfium
 
-from tests.integration.serve_helpers import auth
+from tests.integration.serve_helpers import EXAMPLES, auth
 
 
 def text_pdf(text: str) -> bytes:
@@ -22,6 +23,16 @@ def text_pdf(text: str) -> bytes:
     import make_examples
 
     return bytes(make_examples.text_pdf([[text]]))
+
+
+def born_digital_pdf(pages: int) -> bytes:
+    """A PDF of ``pages`` copies of the born-digital example's first page."""
+    source = pdfium.PdfDocument(EXAMPLES / "born-digital.pdf")
+    target = pdfium.PdfDocument.new()
+    target.import_pages(source, [0] * pages)
+    sink = io.BytesIO()
+    target.save(sink)
+    return sink.getvalue()
 
 
 def everything_said(client: httpx.Client, job_id: str, token: str) -> str:

@@ -4,24 +4,22 @@ jobs), so B's job is done within a bound and long before A's backlog, not after 
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pypdfium2 as pdfium
 import pytest
 
 from tests.fakevllm.process import ServerHandle, running_server
 from tests.integration.serve_helpers import (
-    EXAMPLES,
     TOKEN_A,
     TOKEN_B,
     auth,
     serving,
     wait_status,
 )
+from tests.security.access_helpers import born_digital_pdf
 
 pytestmark = pytest.mark.slow
 MODEL = "olmocr"
@@ -36,15 +34,6 @@ def engine() -> Iterator[ServerHandle]:
              "--max-num-seqs", "4")  # fmt: skip
     with running_server(*flags) as server:
         yield server
-
-
-def pdf_of(pages: int) -> bytes:
-    source = pdfium.PdfDocument(EXAMPLES / "born-digital.pdf")
-    target = pdfium.PdfDocument.new()
-    target.import_pages(source, [0] * pages)
-    sink = io.BytesIO()
-    target.save(sink)
-    return sink.getvalue()
 
 
 def submit(client: httpx.Client, token: str, data: bytes) -> str:
@@ -65,10 +54,10 @@ def test_a_flooding_token_does_not_starve_another(engine: ServerHandle, tmp_path
     args = ("--engine", "openai", "--server", engine.base_url, "--model", MODEL,
             "--recipe", "olmocr", "--workers", "1", "-q")  # fmt: skip
     with serving(root, *args) as served, httpx.Client(base_url=served.url, timeout=30) as client:
-        flood = pdf_of(A_PAGES)
+        flood = born_digital_pdf(A_PAGES)
         a_jobs = [submit(client, TOKEN_A, flood) for _ in range(A_JOBS)]
         started = time.monotonic()
-        b_job = submit(client, TOKEN_B, pdf_of(1))
+        b_job = submit(client, TOKEN_B, born_digital_pdf(1))
         job = wait_status(client, b_job, {"done", "failed"}, token=TOKEN_B, timeout=60)
         waited = time.monotonic() - started
         a_done = done_jobs(client, TOKEN_A)

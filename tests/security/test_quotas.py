@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pypdfium2 as pdfium
 import pytest
 
 from ocrflow.config import RunConfig
@@ -31,6 +30,7 @@ from tests.integration.serve_helpers import (
     serving,
     wait_status,
 )
+from tests.security.access_helpers import born_digital_pdf
 
 pytestmark = pytest.mark.slow
 PDF = (EXAMPLES / "born-digital.pdf").read_bytes()
@@ -59,15 +59,6 @@ def dataset(rows: int) -> bytes:
     table = pa.table({"image": pa.array([png] * rows, pa.binary())})
     sink = io.BytesIO()
     pq.write_table(table, sink, use_dictionary=True, compression="zstd")
-    return sink.getvalue()
-
-
-def long_pdf(pages: int) -> bytes:
-    source = pdfium.PdfDocument(EXAMPLES / "born-digital.pdf")
-    target = pdfium.PdfDocument.new()
-    target.import_pages(source, [0] * pages)
-    sink = io.BytesIO()
-    target.save(sink)
     return sink.getvalue()
 
 
@@ -171,8 +162,8 @@ def test_a_job_past_its_page_limit_fails(tmp_path: Path) -> None:
         serving(root, "--workers", "1", "--max-pages-per-job", "5") as served,
         httpx.Client(base_url=served.url, timeout=30) as client,
     ):
-        big = post_pdf(client, TOKEN_A, "big.pdf", long_pdf(12)).json()["id"]
-        small = post_pdf(client, TOKEN_A, "small.pdf", long_pdf(4)).json()["id"]
+        big = post_pdf(client, TOKEN_A, "big.pdf", born_digital_pdf(12)).json()["id"]
+        small = post_pdf(client, TOKEN_A, "small.pdf", born_digital_pdf(4)).json()["id"]
         job = wait_status(client, big, {"done", "failed"}, timeout=120)
         assert job["status"] == "failed", job
         assert job["documents"] == {"failed": 1}, job

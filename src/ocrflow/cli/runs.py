@@ -39,7 +39,10 @@ def retry_command(
         list[str] | None, typer.Option(help="Password to try (repeatable).")
     ] = None,
     api_key: Annotated[
-        str | None, typer.Option(help="API key (or OPENAI_API_KEY).", show_default=False)
+        str | None,
+        typer.Option(
+            help="API key (else OCRFLOW_API_KEY, else OPENAI_API_KEY).", show_default=False
+        ),
     ] = None,
     lease_ttl: Annotated[
         float | None, typer.Option(help="Seconds a lease lasts unrenewed (default: the run's).")
@@ -110,7 +113,10 @@ def worker_command(
     num_shards: Annotated[int | None, typer.Option(help="Number of static shards.")] = None,
     server: Annotated[list[str] | None, typer.Option(help="Override the run's servers.")] = None,
     api_key: Annotated[
-        str | None, typer.Option(help="API key (or OPENAI_API_KEY).", show_default=False)
+        str | None,
+        typer.Option(
+            help="API key (else OCRFLOW_API_KEY, else OPENAI_API_KEY).", show_default=False
+        ),
     ] = None,
     workers: Annotated[int | None, typer.Option(min=1, help="Render processes.")] = None,
     progress_interval: Annotated[

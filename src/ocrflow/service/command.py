@@ -34,6 +34,16 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
+def _engine(help: str | None = None, **settings: Any) -> Any:
+    """A flag of the engine panel (``ocrflow run``'s flags, which the service passes on)."""
+    return typer.Option(help=help, rich_help_panel=ENGINE, **settings)
+
+
+def _quota(help: str, *, minimum: int = 0) -> Any:
+    """A per-token quota flag (a count, at least ``minimum``)."""
+    return typer.Option(help=help, min=minimum, rich_help_panel=QUOTA)
+
+
 def serve_command(
     root: Annotated[Path, typer.Option(help="Folder holding every job (ROOT/jobs/<id>).")],
     db: Annotated[
@@ -64,109 +74,58 @@ def serve_command(
         list[str] | None, typer.Option(help="Host a callback_url may name (repeatable).")
     ] = None,
     allow_model: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="A model jobs may choose besides --model (repeatable).", rich_help_panel=ENGINE
-        ),
+        list[str] | None, _engine("A model jobs may choose besides --model (repeatable).")
     ] = None,
-    engine: Annotated[
-        str | None,
-        typer.Option(help="embedded (default), tesseract, openai, vllm.", rich_help_panel=ENGINE),
-    ] = None,
-    model: Annotated[str | None, typer.Option(rich_help_panel=ENGINE)] = None,
-    server: Annotated[list[str] | None, typer.Option(rich_help_panel=ENGINE)] = None,
+    engine: Annotated[str | None, _engine("embedded (default), tesseract, openai, vllm.")] = None,
+    model: Annotated[str | None, _engine()] = None,
+    server: Annotated[list[str] | None, _engine()] = None,
     api_key: Annotated[
-        str | None,
-        typer.Option(
-            help="(or OCRFLOW_API_KEY, OPENAI_API_KEY)", rich_help_panel=ENGINE, show_default=False
-        ),
+        str | None, _engine("(or OCRFLOW_API_KEY, OPENAI_API_KEY)", show_default=False)
     ] = None,
-    recipe: Annotated[str | None, typer.Option(rich_help_panel=ENGINE)] = None,
-    recipe_option: Annotated[list[str] | None, typer.Option(rich_help_panel=ENGINE)] = None,
-    served_model_name: Annotated[str | None, typer.Option(rich_help_panel=ENGINE)] = None,
+    recipe: Annotated[str | None, _engine()] = None,
+    recipe_option: Annotated[list[str] | None, _engine()] = None,
+    served_model_name: Annotated[str | None, _engine()] = None,
     vllm_command: Annotated[
-        str | None,
-        typer.Option(
-            help="How to run vLLM (--engine vllm; default: vllm serve).", rich_help_panel=ENGINE
-        ),
+        str | None, _engine("How to run vLLM (--engine vllm; default: vllm serve).")
     ] = None,
     vllm_arg: Annotated[
-        list[str] | None,
-        typer.Option(help="Extra `vllm serve` flag(s); never from a job.", rich_help_panel=ENGINE),
+        list[str] | None, _engine("Extra `vllm serve` flag(s); never from a job.")
     ] = None,
-    max_concurrency: Annotated[int | None, typer.Option(rich_help_panel=ENGINE)] = None,
-    request_timeout: Annotated[float | None, typer.Option(rich_help_panel=ENGINE)] = None,
-    page_deadline: Annotated[float | None, typer.Option(rich_help_panel=ENGINE)] = None,
-    parallel: Annotated[int | None, typer.Option(rich_help_panel=ENGINE)] = None,
-    threads: Annotated[int | None, typer.Option(rich_help_panel=ENGINE)] = None,
+    max_concurrency: Annotated[int | None, _engine()] = None,
+    request_timeout: Annotated[float | None, _engine()] = None,
+    page_deadline: Annotated[float | None, _engine()] = None,
+    parallel: Annotated[int | None, _engine()] = None,
+    threads: Annotated[int | None, _engine()] = None,
     render_workers: Annotated[int, typer.Option(help="Render processes per worker.")] = 1,
     split_pages: Annotated[int, typer.Option(help="Split documents into items of N pages.")] = 50,
     lease_ttl: Annotated[float, typer.Option(help="Seconds a lease lasts unrenewed.")] = 60.0,
     items_in_flight: Annotated[
         int, typer.Option(help="Documents (or page ranges) each worker converts at once.")
     ] = 4,
-    max_queued_jobs: Annotated[
-        int,
-        typer.Option(help="Unfinished jobs per token (more: 429).", min=0, rich_help_panel=QUOTA),
-    ] = 100,
+    max_queued_jobs: Annotated[int, _quota("Unfinished jobs per token (more: 429).")] = 100,
     max_submissions_per_minute: Annotated[
-        int,
-        typer.Option(
-            help="Jobs a token may submit a minute (more: 429).", min=0, rich_help_panel=QUOTA
-        ),
+        int, _quota("Jobs a token may submit a minute (more: 429).")
     ] = 60,
     max_documents_per_job: Annotated[
-        int,
-        typer.Option(
-            help="Documents (files, rows) a job may name (more: 413).", min=0, rich_help_panel=QUOTA
-        ),
+        int, _quota("Documents (files, rows) a job may name (more: 413).")
     ] = 1000,
     max_pages_per_job: Annotated[
-        int,
-        typer.Option(
-            help="Pages a job may have (past it the job fails: page_limit).",
-            min=0,
-            rich_help_panel=QUOTA,
-        ),
+        int, _quota("Pages a job may have (past it the job fails: page_limit).")
     ] = 10_000,
-    max_pages_per_token: Annotated[
-        int,
-        typer.Option(help="Unfinished pages per token (more: 429).", min=0, rich_help_panel=QUOTA),
-    ] = 50_000,
+    max_pages_per_token: Annotated[int, _quota("Unfinished pages per token (more: 429).")] = 50_000,
     max_previews_per_token: Annotated[
-        int,
-        typer.Option(
-            help="Page images a token may have rendering at once (more: 429).",
-            min=1,
-            rich_help_panel=QUOTA,
-        ),
+        int, _quota("Page images a token may have rendering at once (more: 429).", minimum=1)
     ] = 1,
-    preview_workers: Annotated[
-        int, typer.Option(help="Processes rendering page images.", min=1, rich_help_panel=QUOTA)
-    ] = 2,
+    preview_workers: Annotated[int, _quota("Processes rendering page images.", minimum=1)] = 2,
     engine_start_attempts: Annotated[
-        int,
-        typer.Option(
-            help="Attempts at opening a job's engine before the job fails.",
-            min=1,
-            rich_help_panel=ENGINE,
-        ),
+        int, _engine("Attempts at opening a job's engine before the job fails.", min=1)
     ] = 5,
     engine_start_backoff: Annotated[
-        float,
-        typer.Option(
-            help="Seconds before the 2nd attempt; doubled each time (max 30).",
-            min=0,
-            rich_help_panel=ENGINE,
-        ),
+        float, _engine("Seconds before the 2nd attempt; doubled each time (max 30).", min=0)
     ] = 2.0,
     unreachable_timeout: Annotated[
         float | None,
-        typer.Option(
-            help="Seconds an attempt waits for unreachable servers (as ocrflow run).",
-            min=0.1,
-            rich_help_panel=ENGINE,
-        ),
+        _engine("Seconds an attempt waits for unreachable servers (as ocrflow run).", min=0.1),
     ] = None,
     quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
 ) -> None:

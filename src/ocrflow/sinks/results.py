@@ -243,9 +243,17 @@ class OutputTexts:
 
 
 def _dolma_record(store: Store, doc_id: str) -> DolmaRecord | None:
-    """The document's Dolma record, or ``None`` (a failed document has none)."""
-    blob = store.read_bytes(results_key(doc_id))
-    return DolmaRecord.parse(blob) if blob else None
+    """The document's Dolma record, or ``None`` (a failed document has none). A record
+    that is not UTF-8 JSON (a file damaged after the run) is a ``WorkspaceError`` naming
+    it, not a traceback."""
+    key = results_key(doc_id)
+    blob = store.read_bytes(key)
+    if not blob:
+        return None
+    try:
+        return DolmaRecord.parse(blob)
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise WorkspaceError(f"{key} in {store.root} is not a JSONL record: {exc}") from None
 
 
 def _document(marker: DoneRecord, record: DolmaRecord | None) -> Document:

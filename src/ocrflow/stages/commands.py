@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shlex
 from typing import Annotated, Any
 
 import typer
-from pydantic import SecretStr
+from pydantic import ValidationError
 from rich.console import Console
 
 from ocrflow.config import EngineOptions, RunConfig
+from ocrflow.config.builder import build_run_config
+from ocrflow.config.flags import validation_message
 from ocrflow.errors import OcrflowError, OutputError
 from ocrflow.executors.plan import run_until_signal
 from ocrflow.stages.assemble import AssembleStats, assemble
@@ -23,15 +24,19 @@ from ocrflow.workspace.state import Workspace
 VLM = "VLM engine (default: the one OUT was made with)"
 
 
-def describe_engine(base: EngineOptions, **overrides: Any) -> EngineOptions:
-    """The engine for describe: OUT's engine with the given overrides (``None`` keeps the
-    recorded value). The OCR recipe's settings do not apply to figure prompts; a managed
-    server takes its flags from the model's name."""
-    changes = {k: v for k, v in overrides.items() if v not in (None, (), "")}
-    changes |= {"recipe": None, "recipe_options": {}, "guided": False}
-    if "kind" not in changes and base.kind not in {"openai", "vllm"}:
-        changes["kind"] = "openai"
-    return base.model_copy(update=changes)
+def describe_engine(config: RunConfig, **options: Any) -> EngineOptions:
+    """The engine for describe: ``config``'s engine with ``options`` (``ocrflow run``'s flag
+    names, read by ``build_run_config``; ``None`` or empty keeps the value). The OCR
+    recipe's settings do not apply to figure prompts; a managed server takes its flags from
+    the model's name."""
+    given = {k: v for k, v in options.items() if v not in (None, (), [], "")}
+    resets: dict[str, Any] = {"recipe": None, "recipe_options": {}, "guided": False}
+    if "engine" not in given and config.engine.kind not in {"openai", "vllm"}:
+        resets["kind"] = "openai"
+    if given.get("engine", "vllm") != "vllm":  # a preset names flags of a managed server
+        resets["preset"] = None
+    base = config.model_copy(update={"engine": config.engine.model_copy(update=resets)})
+    return build_run_config(config.inputs, config.output, base=base, **given).engine
 
 
 def run_describe(config: DescribeConfig, *, quiet: bool) -> DescribeStats:
@@ -74,7 +79,7 @@ def _later_stages(config: RunConfig, *, quiet: bool) -> int:
     code = 0
     if "describe" in options.stages:
         engine = describe_engine(
-            config.engine, model=options.describe_model, servers=options.describe_servers
+            config, model=options.describe_model, server=options.describe_servers
         )
         if options.describe_model:  # another model: not the extract model's served name
             engine = engine.model_copy(update={"served_model_name": None})
@@ -110,7 +115,11 @@ def describe_command(
     ] = None,
     api_key: Annotated[
         str | None,
-        typer.Option(help="API key (or OPENAI_API_KEY).", rich_help_panel=VLM, show_default=False),
+        typer.Option(
+            help="API key (else OCRFLOW_API_KEY, else OPENAI_API_KEY).",
+            rich_help_panel=VLM,
+            show_default=False,
+        ),
     ] = None,
     served_model_name: Annotated[
         str | None, typer.Option(help="Model name the server uses.", rich_help_panel=VLM)
@@ -137,25 +146,20 @@ def describe_command(
     """Stage 2: ask a VLM about every figure of OUT (one request a figure; resumable; many
     processes may share OUT). Exit 0: all described; 1: some failed; 2: usage; 3: OUT."""
     try:
-        base = Workspace(open_store(output)).recorded_run_config().engine
+        recorded = Workspace(open_store(output)).recorded_run_config()
         options = describe_engine(
-            base,
-            kind=engine,
-            model=model,
-            servers=tuple(server or ()),
-            api_key=SecretStr(api_key) if api_key else None,
-            served_model_name=served_model_name,
-            max_concurrency=max_concurrency,
-            request_timeout_s=request_timeout,
-            gpus=tuple(g for g in (gpus or "").split(",") if g),
-            server_flags=tuple(f for arg in vllm_arg or () for f in shlex.split(arg)),
-            ready_timeout_s=ready_timeout,
-        )
-        if model and model != base.model and not served_model_name:
+            recorded, engine=engine, model=model, server=server, api_key=api_key,
+            served_model_name=served_model_name, max_concurrency=max_concurrency,
+            request_timeout=request_timeout, gpus=gpus, vllm_arg=vllm_arg,
+            ready_timeout=ready_timeout,
+        )  # fmt: skip
+        if model and model != recorded.engine.model and not served_model_name:
             options = options.model_copy(update={"served_model_name": None})
         chosen = tuple(x.strip() for x in (labels or "").split(",") if x.strip())
         config = DescribeConfig(output, options, task, prompt, chosen, max_tokens, lease_ttl)
         stats = run_describe(config, quiet=quiet or as_json)
+    except ValidationError as exc:
+        raise _fail(validation_message(exc)) from None
     except OutputError as exc:
         raise _fail(str(exc), 3) from None
     except OcrflowError as exc:

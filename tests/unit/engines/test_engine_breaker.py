@@ -9,31 +9,18 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 from ocrflow.engines.breaker import BreakerPolicy
 from ocrflow.engines.openai import OpenAIEngine
 from ocrflow.errors import EngineFailing, EngineUnavailable
-from tests.fakevllm.process import ServerHandle, running_server
-from tests.fakevllm.server import EXCLUSIVE_FAULTS
-from tests.unit.engines.test_openai import FAST, MODEL, request, run, using
+from tests.fakevllm.process import ServerHandle
+from tests.unit.engines.test_openai import MODEL, request, run, using
 
 #: Opens after 3 failures over 0.3 s, probes every 0.3 s, gives up after 1.5 s.
 QUICK = BreakerPolicy(failures=3, window_s=0.3, probe_every_s=0.3, fail_after_s=1.5)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerHandle]:
-    with running_server(*FAST) as handle:
-        yield handle
-
-
-@pytest.fixture
-def faults(server: ServerHandle) -> Iterator[Callable[..., dict[str, float]]]:
-    yield server.set_faults
-    server.set_faults(**dict.fromkeys((*EXCLUSIVE_FAULTS, "slow"), 0.0))
 
 
 @pytest.mark.parametrize(

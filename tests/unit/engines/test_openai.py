@@ -12,7 +12,7 @@ import hashlib
 import logging
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import Any, TypeVar
 
@@ -28,11 +28,8 @@ from ocrflow.errors import (
     ModelNotServed,
 )
 from ocrflow.types import PageImage, PageRequest
-from tests.fakevllm.process import ServerHandle, running_server
-from tests.fakevllm.server import EXCLUSIVE_FAULTS
+from tests.fakevllm.process import FAST, ServerHandle, running_server
 
-#: Quick pages: 20 tokens each, a few milliseconds a step.
-FAST = ("--pages-per-s", "2000", "--tokens-per-page", "20", "--max-num-seqs", "16")
 #: Pages that take about half a second, so that requests overlap.
 SLOW = ("--pages-per-s", "20", "--tokens-per-page", "20", "--max-num-seqs", "16")
 MODEL = "test-model"
@@ -87,19 +84,6 @@ def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return predicate()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerHandle]:
-    with running_server(*FAST) as handle:
-        yield handle
-
-
-@pytest.fixture
-def faults(server: ServerHandle) -> Iterator[Callable[..., dict[str, float]]]:
-    """Set fault rates on the shared server for one test; reset them afterwards."""
-    yield server.set_faults
-    server.set_faults(**dict.fromkeys((*EXCLUSIVE_FAULTS, "slow"), 0.0))
 
 
 # -- readiness ---------------------------------------------------------------------------

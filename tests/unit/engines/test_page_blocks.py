@@ -19,6 +19,7 @@ from ocrflow.engines.tesseract_tsv import parse_tsv
 from ocrflow.errors import EngineError
 from ocrflow.render.jobs import encode_image
 from ocrflow.types import BBox, Block, BlockLabel, PageRequest
+from tests.pdfwords import inside
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 #: Slack around a drawn word's box: the detector's boxes are a few pixels loose or tight.
@@ -71,17 +72,6 @@ def turned(box: BBox, degrees: int) -> BBox:
     return box
 
 
-def inside(inner: BBox, outer: BBox | None, slack: float = TOLERANCE) -> bool:
-    if outer is None:
-        return False
-    return (
-        inner[0] >= outer[0] - slack
-        and inner[1] >= outer[1] - slack
-        and inner[2] <= outer[2] + slack
-        and inner[3] <= outer[3] + slack
-    )
-
-
 def assert_words_in_blocks(blocks: Sequence[Block], words: Sequence[Word], degrees: int) -> None:
     """Each drawn word the engine read lies inside the box of its block and of its line
     (and most words were read)."""
@@ -92,9 +82,9 @@ def assert_words_in_blocks(blocks: Sequence[Block], words: Sequence[Word], degre
         if not holders:
             continue
         read += 1
-        assert any(inside(expected, b.bbox) for b in holders), (token, expected, holders)
+        assert any(inside(expected, b.bbox, TOLERANCE) for b in holders), (token, expected, holders)
         lines = [ln for b in holders for ln in b.lines if token in ln.text.split()]
-        assert any(inside(expected, ln.bbox) for ln in lines), (token, expected, lines)
+        assert any(inside(expected, ln.bbox, TOLERANCE) for ln in lines), (token, expected, lines)
         for block in holders:
             assert all(inside(ln.bbox, block.bbox, 1e-4) for ln in block.lines if ln.bbox)
     assert read >= 0.8 * len(words), f"only {read} of {len(words)} words read"
@@ -161,8 +151,8 @@ def test_tesseract_words_lines_and_blocks_hold_the_drawn_words() -> None:
                 assert word.confidence is not None and 0 <= word.confidence <= 1
                 if word.text in drawn:
                     matched += 1
-                    assert inside(drawn[word.text], word.bbox), word
-                    assert inside(word.bbox, drawn[word.text]), word  # type: ignore[arg-type]
+                    assert inside(drawn[word.text], word.bbox, TOLERANCE), word
+                    assert inside(word.bbox, drawn[word.text], TOLERANCE), word  # type: ignore[arg-type]
     assert matched >= 0.8 * len(words)
 
 

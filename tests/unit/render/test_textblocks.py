@@ -12,8 +12,8 @@ import pytest
 
 from ocrflow.render.jobs import PageJob, RenderSpec, render_pages
 from ocrflow.render.textlayer import extract_text_layer
-from ocrflow.types import BBox, BlockLabel
-from tests.pdfwords import Page, make_pdf, paragraph_words
+from ocrflow.types import BlockLabel
+from tests.pdfwords import Page, inside, make_pdf, paragraph_words
 
 #: Slack for Courier's side bearings and the gap between its glyph outlines and em box.
 TOLERANCE = 0.004
@@ -32,17 +32,6 @@ def _page(rotate: int) -> Page:
     return Page(words, rotate=rotate)
 
 
-def inside(inner: BBox, outer: BBox | None, slack: float = TOLERANCE) -> bool:
-    if outer is None:
-        return False
-    return (
-        inner[0] >= outer[0] - slack
-        and inner[1] >= outer[1] - slack
-        and inner[2] <= outer[2] + slack
-        and inner[3] <= outer[3] + slack
-    )
-
-
 @pytest.mark.parametrize("rotate", [0, 90, 180, 270])
 def test_every_word_lies_in_its_line_and_block(rotate: int) -> None:
     spec = _page(rotate)
@@ -53,9 +42,9 @@ def test_every_word_lies_in_its_line_and_block(rotate: int) -> None:
     for word in spec.words:
         box = spec.word_box(word)
         lines = [ln for b in blocks for ln in b.lines if word.text in ln.text.split()]
-        assert lines and any(inside(box, ln.bbox) for ln in lines), (word, box, lines)
+        assert lines and any(inside(box, ln.bbox, TOLERANCE) for ln in lines), (word, box, lines)
         holders = [b for b in blocks if word.text in b.text.split()]
-        assert any(inside(box, b.bbox) for b in holders), (word, box)
+        assert any(inside(box, b.bbox, TOLERANCE) for b in holders), (word, box)
     for block in blocks:
         assert block.bbox is not None and all(inside(ln.bbox, block.bbox, 0) for ln in block.lines)  # type: ignore[arg-type]
 

@@ -20,6 +20,7 @@ from ocrflow.render.textlayer import (
 )
 from ocrflow.render.textstats import measure_ocr_noise, measure_text
 from tests.needs import need_corpus_file
+from tests.pdfwords import pdf_from_objects
 
 CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus" / "pdfs"
 
@@ -286,29 +287,13 @@ def test_text_painted_under_a_page_sized_image_is_hidden(make_pdf) -> None:  # t
     assert result.hidden_share == 1.0
 
 
-def _build_pdf(objects: list[bytes]) -> bytes:
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
 def _stream(entries: bytes, data: bytes) -> bytes:
     return b"<< /Length %d %s >>\nstream\n%s\nendstream" % (len(data), entries, data)
 
 
 def test_images_inside_form_xobjects_are_measured_in_page_space() -> None:
     # The page draws a form at half scale; the form's image fills the form: a quarter page.
-    pdf = _build_pdf(
+    pdf = pdf_from_objects(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",

@@ -23,6 +23,7 @@ from PIL import ImageFont
 from ocrflow.render.fontdeps import in_builtin_faces
 from ocrflow.render.textlayer import extract_text_layer, score_text_layer
 from tests.needs import CORPUS, need_corpus_file
+from tests.pdfwords import pdf_from_objects
 from tests.unit.render.synthfont import FAMILY, han_box_font
 
 REPO = Path(__file__).resolve().parents[3]
@@ -87,22 +88,6 @@ def _extract_with_fonts(folder: Path, pdf: Path, pages: list[int]) -> list[dict]
     return json.loads(done.stdout)
 
 
-def _build_pdf(objects: list[bytes]) -> bytes:
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
 def _show(font: bytes, text: str, x: float, y: float) -> bytes:
     """One text object drawing ``text`` (UCS-2 codes of a UniGB-UCS2-H font)."""
     codes = text.encode("utf-16-be").hex().encode()
@@ -123,7 +108,7 @@ def _scan_like_pdf() -> bytes:
         b"/CIDSystemInfo << /Registry (Adobe) /Ordering (GB1) /Supplement 2 >> "
         b"/FontDescriptor 7 0 R >>"
     )
-    return _build_pdf(
+    return pdf_from_objects(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
