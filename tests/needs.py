@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-GROUPS = ("corpus", "tesseract", "vllm", "ray", "s3", "browser", "postgres")
+GROUPS = ("corpus", "tesseract", "vllm", "ray", "s3", "browser", "postgres", "shellcheck")
 ALLOW_VARIABLE = "OCRFLOW_ALLOW_SKIP"
 TAG = re.compile(r"\[needs (\w+)\]")
 

@@ -42,11 +42,18 @@ def _flag(command: list[str], name: str) -> str:
     return command[command.index(name) + 1]
 
 
-def _parse_serve(args: list[str]) -> dict[str, Any]:
-    """Parse ``ocrflow serve ARGS`` as the CLI would, without running it."""
-    serve = typer.main.get_command(app).commands["serve"]  # type: ignore[attr-defined]
-    with serve.make_context("serve", list(args)) as context:
+def parse_command(argv: list[str]) -> dict[str, Any]:
+    """Parse ``ocrflow COMMAND ARGS…`` as the CLI would, without running it: an unknown
+    command, an unknown or misspelt flag or a bad value raises (click's usage errors)."""
+    assert argv[0] == "ocrflow", argv
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    assert argv[1] in commands, f"ocrflow has no command {argv[1]!r}"
+    with commands[argv[1]].make_context(argv[1], list(argv[2:])) as context:
         return dict(context.params)
+
+
+def _parse_serve(args: list[str]) -> dict[str, Any]:
+    return parse_command(["ocrflow", "serve", *args])
 
 
 def test_compose_services_and_ports() -> None:

@@ -13,11 +13,13 @@ from pydantic import ValidationError
 from ocrflow.cli.display import configure_logging, run_with_display, show_summary
 from ocrflow.cli.exits import OUTPUT_ERROR, fail, nothing_to_convert, output_failure
 from ocrflow.config.builder import build_run_config, option_default
+from ocrflow.config.environment import shard_settings
 from ocrflow.config.flags import validation_message
 from ocrflow.errors import EngineFailing, OcrflowError, OutputError
 from ocrflow.executors.interrupts import stoppable
-from ocrflow.executors.plan import EXECUTORS, Plan, worker_options
+from ocrflow.executors.plan import EXECUTORS, Plan, shard_note, worker_options
 from ocrflow.executors.preflight import check_before_start
+from ocrflow.executors.shards import choose_shard
 from ocrflow.inputs.expand import expand_inputs
 from ocrflow.inputs.skips import Skipped
 from ocrflow.observe.metrics import serve_metrics
@@ -36,8 +38,8 @@ SCALE = "Scale-out (many workers, Ray)"
 #: Flags of how this batch runs and what it prints; every other flag is an option of
 #: ``build_run_config``, under the same name.
 BATCH_FLAGS = frozenset(
-    {"executor", "ray_address", "ray_workers", "shard_index", "num_shards", "metrics_port"}
-    | {"metrics_linger", "progress_interval", "quiet", "as_json"}
+    {"executor", "ray_address", "ray_workers", "shard", "shard_index", "num_shards"}
+    | {"metrics_port", "metrics_linger", "progress_interval", "quiet", "as_json"}
 )
 
 
@@ -219,11 +221,19 @@ def run_command(
         float,
         typer.Option(help="Seconds a work-item lease lasts unrenewed.", rich_help_panel=SCALE),
     ] = option_default("lease_ttl"),
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="Convert a stable 1/N of the inputs: I/N (I from 0), or auto (from "
+            "OCRFLOW_SHARD_INDEX/_COUNT, a Kubernetes Indexed Job, SLURM array, Cloud Run job).",
+            rich_help_panel=SCALE,
+        ),
+    ] = None,
     shard_index: Annotated[
-        int | None, typer.Option(help="This worker's static shard.", rich_help_panel=SCALE)
+        int | None, typer.Option(help="Older form of --shard I/N: I.", rich_help_panel=SCALE)
     ] = None,
     num_shards: Annotated[
-        int | None, typer.Option(help="Number of static shards.", rich_help_panel=SCALE)
+        int | None, typer.Option(help="Older form of --shard I/N: N.", rich_help_panel=SCALE)
     ] = None,
     stages: Annotated[
         str,
@@ -269,13 +279,15 @@ def run_command(
     try:
         config = build_run_config(**flags)
         check_before_start(config)
+        worker = worker_options(
+            config.scale, shard=choose_shard(shard, shard_index, num_shards, shard_settings())
+        )
         skipped = Skipped()
         sources = expand_inputs(
             config.inputs, exclude=[config.output], options=config.input, skipped=skipped
         )
         if not sources:
             raise nothing_to_convert(skipped, as_json=as_json)
-        worker = worker_options(config.scale, shard_index, num_shards)
         with serve_metrics(metrics_port, linger_s=metrics_linger) as metrics:
             plan = Plan(
                 config, sources, worker, executor, ray_address, ray_workers, metrics,
@@ -295,4 +307,7 @@ def run_command(
         typer.echo(f"error: cannot write {output}: {backend_message(exc)}", err=True)
         raise typer.Exit(OUTPUT_ERROR) from None
     show_summary(stats, output, quiet=quiet, as_json=as_json)
+    note = shard_note(plan)
+    if note and not quiet:
+        typer.echo(note, err=True)
     raise typer.Exit(max(stats.exit_code(), later))

@@ -9,6 +9,7 @@ Libraries read their own (``AWS_*`` by s3fs); subprocesses inherit the whole env
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 #: The key sent to OpenAI-compatible servers, first set wins; ``--api-key`` wins over both
 #: (``ocrflow.config.builder`` documents the order for every command).
@@ -23,6 +24,37 @@ S3_ENDPOINT_VARIABLE = "OCRFLOW_S3_ENDPOINT_URL"
 PARQUET_ROWS_VARIABLE = "OCRFLOW_PARQUET_MAX_ROWS"
 
 
+@dataclass(frozen=True, slots=True)
+class ShardVariables:
+    """The variables one platform sets on each task of an array of tasks."""
+
+    platform: str
+    #: This task's number.
+    index: str
+    #: How many tasks there are (``None``: the platform sets no such variable).
+    count: str | None = None
+    #: The first task's number, when the numbers may start above 0 (SLURM ``--array=1-7``).
+    first: str | None = None
+    #: The step between task numbers (SLURM ``--array=0-12:4``).
+    step: str | None = None
+
+
+#: Where ``ocrflow run`` finds its static shard (``executors.shards`` says when it looks):
+#: ocrflow's own pair first, then the platforms', in this order.
+SHARD_VARIABLES = (
+    ShardVariables("ocrflow", "OCRFLOW_SHARD_INDEX", "OCRFLOW_SHARD_COUNT"),
+    ShardVariables("Kubernetes Indexed Job", "JOB_COMPLETION_INDEX"),
+    ShardVariables(
+        "SLURM job array",
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_COUNT",
+        first="SLURM_ARRAY_TASK_MIN",
+        step="SLURM_ARRAY_TASK_STEP",
+    ),
+    ShardVariables("Cloud Run job", "CLOUD_RUN_TASK_INDEX", "CLOUD_RUN_TASK_COUNT"),
+)
+
+
 def setting(name: str) -> str | None:
     """The value of the variable ``name``; ``None`` when it is unset or empty."""
     return os.environ.get(name) or None
@@ -35,3 +67,14 @@ def environment_api_key() -> str | None:
         if value:
             return value
     return None
+
+
+def shard_settings() -> dict[str, str]:
+    """The ``SHARD_VARIABLES`` that are set, by name (raw values: the caller parses them)."""
+    names = {
+        name
+        for group in SHARD_VARIABLES
+        for name in (group.index, group.count, group.first, group.step)
+        if name
+    }
+    return {name: value for name in sorted(names) if (value := setting(name)) is not None}

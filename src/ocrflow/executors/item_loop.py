@@ -43,6 +43,8 @@ class WorkerOptions:
 
     owner: str = ""
     lease_ttl_s: float = 120.0
+    #: A static shard (``executors.shards``, ``--shard I/N``): only the items whose
+    #: ``WorkItem.shard(num_shards)`` is ``shard_index``; ``None``: every item.
     shard_index: int | None = None
     num_shards: int | None = None
     #: Documents with more selected pages than this are split into items of this size.

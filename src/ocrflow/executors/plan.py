@@ -4,6 +4,7 @@ progress display, stopped cleanly by Ctrl-C or SIGTERM."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from ocrflow.errors import ConfigError
 from ocrflow.executors.interrupts import active_interrupts
 from ocrflow.executors.item_loop import WorkerOptions
 from ocrflow.executors.local import run_local
+from ocrflow.executors.shards import Shard, shard_from_flags, shard_part
 from ocrflow.executors.worker import work
 from ocrflow.inputs.skips import Skipped
 from ocrflow.observe.metrics import Metrics
@@ -44,20 +46,56 @@ class Plan:
     #: What expanding ``sources`` left out (recorded and reported with the run).
     skipped: Skipped | None = None
 
+    @functools.cached_property
+    def documents(self) -> int:
+        """The documents the run works on: the inputs (its shard's part when sharded), or,
+        joining a planned run, the items planned in OUT (its shard's)."""
+        shard = plan_shard(self)
+        if self.sources is None:
+            return _planned(self.config, shard)
+        if shard is None:
+            return len(self.sources)
+        return shard_part(self.config, self.sources, shard)
+
 
 def worker_options(
-    scale: ScaleOptions, shard_index: int | None = None, num_shards: int | None = None
+    scale: ScaleOptions,
+    shard_index: int | None = None,
+    num_shards: int | None = None,
+    *,
+    shard: Shard | None = None,
 ) -> WorkerOptions:
-    if (shard_index is None) != (num_shards is None):
-        raise ConfigError("--shard-index and --num-shards go together")
-    if num_shards is not None and not 0 <= (shard_index or 0) < num_shards:
-        raise ConfigError("--shard-index must be in 0 .. --num-shards - 1")
+    """How this process works on the run: ``scale``'s leases and splits, and its static
+    shard (``shard``, else ``--shard-index/--num-shards``; ``executors.shards``)."""
+    shard = shard or shard_from_flags(shard_index, num_shards)
     return WorkerOptions(
         lease_ttl_s=scale.lease_ttl_s,
-        shard_index=shard_index,
-        num_shards=num_shards,
+        shard_index=shard.index if shard else None,
+        num_shards=shard.count if shard else None,
         split_pages=scale.split_pages,
     )
+
+
+def plan_shard(plan: Plan) -> Shard | None:
+    """The static shard the plan's worker takes, if any."""
+    options = plan.worker
+    if options.num_shards is None:
+        return None
+    return Shard(options.shard_index or 0, options.num_shards)
+
+
+def shard_note(plan: Plan) -> str | None:
+    """What a sharded run covers, for its summary; ``None`` for a run of every item."""
+    shard = plan_shard(plan)
+    if shard is None:
+        return None
+    whole = len(plan.sources) if plan.sources is not None else _planned(plan.config, None)
+    others = {1: "the other shard takes"}.get(
+        shard.count - 1, f"the other {shard.count - 1} shards take"
+    )
+    rest = f"; {others} the rest (pending in this OUT unless written to it too)"
+    rest = rest if shard.count > 1 else ""
+    return f"shard {shard}: this run's part is {plan.documents} of {whole} documents{rest}"
 
 
 def rejoined(
@@ -103,7 +141,7 @@ def _execute_local(plan: Plan, quiet: bool) -> RunStats:
     """In this process, with a progress bar on a terminal, log lines otherwise, nothing
     when ``quiet``."""
     console = Console(stderr=True)
-    total = len(plan.sources) if plan.sources is not None else _planned(plan.config)
+    total = plan.documents
     if quiet:
         return run_until_signal(_execute(plan, None))
     if console.is_terminal:
@@ -148,8 +186,9 @@ async def _execute(plan: Plan, progress: Any) -> RunStats:
     )
 
 
-def _planned(config: RunConfig) -> int:
-    return len(Manifest(open_store(config.output)).items())
+def _planned(config: RunConfig, shard: Shard | None) -> int:
+    items = Manifest(open_store(config.output)).items()
+    return sum(1 for item in items if shard is None or shard.holds(item))
 
 
 def run_until_signal(work: Coroutine[Any, Any, RunStats]) -> RunStats:

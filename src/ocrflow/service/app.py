@@ -12,13 +12,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Security
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from . import apidocs
 from .auth import TokenSet
 from .background import Background
+from .contract import (
+    BEARER,
+    JobCreated,
+    error_responses,
+    install,
+    job_links,
+    job_request_body,
+)
 from .guards import ServiceGuards
 from .jobs import JobStore, job_view
 from .layout import JOB_ID, JobDir, JobMeta, new_job_id
@@ -35,33 +43,10 @@ MAX_OFFSET = 1 << 40
 #: Optional modules whose ``router`` is included when present (the web page, metrics).
 OPTIONAL_ROUTERS = ("ocrflow.service.web", "ocrflow.service.metrics")
 
-_UPLOAD_BODY = {
-    "requestBody": {
-        "content": {
-            "multipart/form-data": {
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
-                        "options": {"type": "string", "description": "JSON object"},
-                        "uris": {"type": "string", "description": "JSON list"},
-                        "callback_url": {"type": "string"},
-                    },
-                }
-            },
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "uris": {"type": "array", "items": {"type": "string"}},
-                        "options": {"type": "object"},
-                        "callback_url": {"type": "string"},
-                    },
-                }
-            },
-        },
-        "required": True,
-    }
+#: What ``GET /v1/jobs/{id}/results`` answers: JSONL records, or a zip.
+_RESULT_TYPES = {
+    "application/x-ndjson": {"schema": {"type": "string"}},
+    "application/zip": {"schema": {"type": "string", "format": "binary"}},
 }
 
 
@@ -101,6 +86,7 @@ def create_app(service: Service) -> FastAPI:
         redoc_url=None,
     )
     app.state.service = service
+    install(app, tokens=service.tokens.enabled)
     _add_routes(app)
     app.include_router(apidocs.router)
     include_optional_routers(app)
@@ -127,8 +113,9 @@ def include_optional_routers(app: FastAPI) -> None:
             app.include_router(module.router)
 
 
-def owner_of(request: Request) -> str:
-    """The caller's owner id (its token's hash); 401 without a valid token."""
+def owner_of(request: Request, _declared: Annotated[Any, Security(BEARER)] = None) -> str:
+    """The caller's owner id (its token's hash); 401 without a valid token. (``BEARER``
+    declares the token in the OpenAPI; ``TokenSet`` checks it.)"""
     service: Service = request.app.state.service
     owner = service.tokens.owner(request.headers.get("authorization"))
     if owner is None:
@@ -153,23 +140,42 @@ def _own_job(request: Request, owner: str, job_id: str) -> Any:
 
 
 def _add_routes(app: FastAPI) -> None:
-    @app.get("/health", tags=["service"])
+    @app.get("/health", tags=["service"], operation_id="health")
     def health() -> dict[str, str]:
         """Liveness: the API answers."""
         return {"status": "ok"}
 
-    @app.post("/v1/jobs", status_code=201, tags=["jobs"], openapi_extra=_UPLOAD_BODY)
+    @app.post(
+        "/v1/jobs",
+        status_code=201,
+        tags=["jobs"],
+        operation_id="create_job",
+        response_model=JobCreated,
+        responses={
+            200: {
+                "model": JobCreated,
+                "description": "The job of an earlier Idempotency-Key",
+                "links": job_links(),
+            },
+            201: {"description": "The new job", "links": job_links()},
+            **error_responses(400, 401, 413, 415, 422, 429),
+        },
+        openapi_extra=job_request_body(),
+    )
     async def create_job(
         request: Request,
         owner: Owner,
         idempotency_key: Annotated[str | None, Header(max_length=200)] = None,
     ) -> JSONResponse:
         """Create a job from uploaded ``files`` and/or ``uris``, with ``options`` named as
-        ``ocrflow run``'s. A repeated ``Idempotency-Key`` returns the first job (200)."""
+        ``ocrflow run``'s. A repeated ``Idempotency-Key`` returns the first job (200), once
+        the body is checked as a new job's would be (a body that is no job request is still
+        refused)."""
         service = _service(request)
         if idempotency_key:
             earlier = await run_in_threadpool(service.jobs.by_key, owner, idempotency_key)
             if earlier is not None:
+                await _create(request, service, owner, idempotency_key, earlier=earlier)
                 return JSONResponse({"id": earlier.id, "status": earlier.status}, 200)
         assert service.quotas is not None
         try:
@@ -179,7 +185,9 @@ def _add_routes(app: FastAPI) -> None:
             raise HTTPException(exc.status, str(exc), exc.headers()) from None
         return JSONResponse({"id": row.id, "status": row.status}, 201)
 
-    @app.get("/v1/jobs", tags=["jobs"])
+    @app.get(
+        "/v1/jobs", tags=["jobs"], operation_id="list_jobs", responses=error_responses(401, 422)
+    )
     def list_jobs(
         request: Request,
         owner: Owner,
@@ -196,19 +204,35 @@ def _add_routes(app: FastAPI) -> None:
             "next": offset + limit if more else None,
         }
 
-    @app.get("/v1/jobs/{job_id}", tags=["jobs"])
+    @app.get(
+        "/v1/jobs/{job_id}",
+        tags=["jobs"],
+        operation_id="get_job",
+        responses=error_responses(401, 404),
+    )
     def get_job(request: Request, owner: Owner, job_id: str) -> dict[str, Any]:
         """A job's status and progress."""
         return job_view(_own_job(request, owner, job_id))
 
-    @app.delete("/v1/jobs/{job_id}", tags=["jobs"])
+    @app.delete(
+        "/v1/jobs/{job_id}",
+        tags=["jobs"],
+        operation_id="cancel_job",
+        responses=error_responses(401, 404),
+    )
     def cancel_job(request: Request, owner: Owner, job_id: str) -> dict[str, Any]:
         """Cancel a job: its running pages stop, what is finished stays."""
         _own_job(request, owner, job_id)
         row = _service(request).jobs.cancel(owner, job_id)
         return job_view(row)
 
-    @app.get("/v1/jobs/{job_id}/results", tags=["jobs"])
+    @app.get(
+        "/v1/jobs/{job_id}/results",
+        tags=["jobs"],
+        operation_id="job_results",
+        response_class=Response,
+        responses={200: {"content": _RESULT_TYPES}, **error_responses(401, 404, 422)},
+    )
     def job_results(
         request: Request,
         owner: Owner,
@@ -233,12 +257,19 @@ def _add_routes(app: FastAPI) -> None:
         return StreamingResponse(_drain(archive), media_type="application/zip", headers=headers)
 
 
-async def _create(request: Request, service: Service, owner: str, key: str | None) -> Any:
+async def _create(
+    request: Request, service: Service, owner: str, key: str | None, earlier: Any = None
+) -> Any:
+    """The new job's row; with ``earlier`` (the job of a repeated key) the body is read and
+    checked only, then dropped, and ``earlier`` is returned."""
     job = JobDir(service.jobs.settings.root, new_job_id())
     try:
         asked = await read_job_request(request, job.inputs, service.limits)
         if not asked.files and not asked.uris:
             raise OptionError("the job names no document: send files or uris")
+        if earlier is not None:
+            service.jobs.discard(job)
+            return earlier
         meta = JobMeta(
             id=job.id,
             owner=owner,

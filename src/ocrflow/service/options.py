@@ -18,7 +18,9 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    StrictFloat,
     StrictInt,
+    StrictStr,
     ValidationError,
     field_validator,
 )
@@ -46,12 +48,12 @@ class JobRecipeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_tokens: StrictInt | None = Field(None, ge=1, le=MAX_JOB_TOKENS)
-    prompt: str | None = Field(None, min_length=1, max_length=MAX_PROMPT_CHARS)
-    temperatures: tuple[Annotated[float, Field(ge=0.0, le=2.0)], ...] | None = Field(
+    prompt: StrictStr | None = Field(None, min_length=1, max_length=MAX_PROMPT_CHARS)
+    temperatures: tuple[Annotated[StrictFloat, Field(ge=0.0, le=2.0)], ...] | None = Field(
         None, min_length=1, max_length=10
     )
-    mode: str | None = Field(None, max_length=32)
-    table_format: str | None = Field(None, max_length=32)
+    mode: StrictStr | None = Field(None, max_length=32)
+    table_format: StrictStr | None = Field(None, max_length=32)
     extract_figures: StrictBool | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -60,26 +62,30 @@ class JobRecipeOptions(BaseModel):
 
 
 class JobOptions(BaseModel):
-    """What a client may set per job (``ocrflow run`` names; ``-`` or ``_`` both work)."""
+    """What a client may set per job (``ocrflow run`` names; ``-`` or ``_`` both work).
+    Types are strict: ``true`` is no number and ``"1"`` no boolean (the OpenAPI says what
+    this model takes, and takes nothing else)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    pages: str | None = None
-    text_layer: str | None = None
-    engine: str | None = None
-    recipe: str | None = Field(None, max_length=64)
-    model: str | None = Field(None, max_length=MAX_NAME_CHARS)
-    target_dim: int | None = None
-    page_separator: bool | None = None
-    format: str | list[str] | None = None
+    pages: StrictStr | None = None
+    text_layer: StrictStr | None = None
+    engine: StrictStr | None = None
+    recipe: StrictStr | None = Field(None, max_length=64)
+    model: StrictStr | None = Field(None, max_length=MAX_NAME_CHARS)
+    target_dim: StrictInt | None = None
+    page_separator: StrictBool | None = None
+    format: StrictStr | list[StrictStr] | None = None
     #: Tesseract's ``-l`` value ("eng+deu"), checked here so a bad one is a 422, not a
     #: job whose engine cannot open.
-    languages: str | None = Field(None, max_length=200, pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
+    languages: StrictStr | None = Field(
+        None, max_length=200, pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$"
+    )
     recipe_option: JobRecipeOptions | None = None
-    max_page_error_rate: float | None = None
-    dataset_column: str | None = None
-    dataset_id_column: str | None = None
-    stages: str | None = Field(None, description="extract only (describe/assemble: not yet)")
+    max_page_error_rate: StrictFloat | None = None
+    dataset_column: StrictStr | None = None
+    dataset_id_column: StrictStr | None = None
+    stages: StrictStr | None = Field(None, description="extract only (describe/assemble: not yet)")
 
     @field_validator("model")
     @classmethod

@@ -13,9 +13,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request, Security
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
+from ocrflow.service.contract import BEARER, error_responses
 from ocrflow.service.documents import (
     DocumentNotFound,
     PreviewBusy,
@@ -60,6 +61,8 @@ async def _lifespan(app: Any) -> AsyncIterator[None]:
 #: Included by the service's app factory (``app.OPTIONAL_ROUTERS``); its state lives on the
 #: app (``app.state.service``, ``app.state.page_renderer``), none here.
 router = APIRouter(lifespan=_lifespan)
+#: Declares the bearer token in the OpenAPI; ``find_job`` checks it.
+_TOKEN = [Security(BEARER)]
 
 
 def find_job(request: Request, job_id: str) -> Path:
@@ -74,13 +77,25 @@ def find_job(request: Request, job_id: str) -> Path:
     return JobDir(service.jobs.settings.root, job_id).out
 
 
-@router.get("/v1/jobs/{job_id}/documents", tags=["documents"])
+@router.get(
+    "/v1/jobs/{job_id}/documents",
+    tags=["documents"],
+    operation_id="job_documents",
+    dependencies=_TOKEN,
+    responses=error_responses(401, 404),
+)
 def documents(request: Request, job_id: str) -> dict[str, Any]:
     """The job's finished documents (id, name, status, reason, pages, fallbacks)."""
     return {"documents": list_documents(find_job(request, job_id))}
 
 
-@router.get("/v1/jobs/{job_id}/documents/{doc_id}", tags=["documents"])
+@router.get(
+    "/v1/jobs/{job_id}/documents/{doc_id}",
+    tags=["documents"],
+    operation_id="job_document",
+    dependencies=_TOKEN,
+    responses=error_responses(401, 404),
+)
 def document(request: Request, job_id: str, doc_id: str) -> dict[str, Any]:
     """One finished document: each page's route, status, fallback mark and HTML."""
     out = find_job(request, job_id)
@@ -93,8 +108,13 @@ def document(request: Request, job_id: str, doc_id: str) -> dict[str, Any]:
 @router.get(
     "/v1/jobs/{job_id}/documents/{doc_id}/pages/{page}.jpg",
     tags=["documents"],
+    operation_id="page_image",
     response_class=Response,
-    responses={200: {"content": {"image/jpeg": {}}}},
+    dependencies=_TOKEN,
+    responses={
+        200: {"content": {"image/jpeg": {"schema": {"type": "string", "format": "binary"}}}},
+        **error_responses(401, 404, 422, 429),
+    },
 )
 async def page_image(request: Request, job_id: str, doc_id: str, page: int) -> Response:
     """A page of a finished document as a small JPEG, rendered now (or earlier: cached);
