@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality clean
+.PHONY: demo test test-fast lint bench bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality bench-sinks bench-ray-data clean
 
 $(BIN)/ocrflow: pyproject.toml constraints/test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,14 +21,29 @@ test: $(BIN)/ocrflow
 	bash scripts/system-deps.sh
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q --durations=15
+
+## make test-fast: the unit tests alone, no system installs and nothing marked slow (~2-3 min
+## on 2 cores); a test group whose tools are missing here skips instead of failing
+test-fast: $(BIN)/ocrflow
+	OCRFLOW_ALLOW_SKIP=$${OCRFLOW_ALLOW_SKIP:-all} $(BIN)/python -m pytest -q tests/unit \
+		-m "not slow and not vllm and not s3" --durations=15
 
 lint: $(BIN)/ocrflow
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/lint-imports
 	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/mypy
 
 bench: bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality
+
+bench-sinks: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_sinks.py
+	$(BIN)/python bench/bench_pdf_sink.py
+
+bench-ray-data: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_ray_data.py
 
 bench-engines: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_engines.py

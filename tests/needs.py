@@ -19,7 +19,10 @@ from pathlib import Path
 
 import pytest
 
-GROUPS = ("corpus", "tesseract", "vllm", "ray", "s3", "browser", "postgres", "shellcheck")
+GROUPS = (
+    *("corpus", "tesseract", "vllm", "ray", "s3", "browser", "postgres", "shellcheck"),
+    *("docling", "poppler"),
+)
 ALLOW_VARIABLE = "OCRFLOW_ALLOW_SKIP"
 TAG = re.compile(r"\[needs (\w+)\]")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TypeVar
 
 ErrorT = TypeVar("ErrorT", bound=BaseException)
@@ -22,6 +23,35 @@ class ConfigError(OcrflowError):
     """A configuration or usage error: the run cannot start as asked."""
 
     reason = "config"
+
+
+class MissingExtra(ConfigError):
+    """A feature needs a package of an optional extra that is not installed: the message is
+    the one ``pip install 'ocrflow[extra]'`` line that fixes it (``ocrflow`` exits 2)."""
+
+    reason = "missing_extra"
+
+    def __init__(self, feature: str, extra: str, package: str) -> None:
+        super().__init__(
+            f"{feature} needs {package}, which is not installed: pip install 'ocrflow[{extra}]'"
+        )
+        self.feature = feature
+        self.extra = extra
+        self.package = package
+
+
+def require(*modules: str, extra: str, feature: str) -> None:
+    """Raise ``MissingExtra`` unless every one of ``modules`` imports. Call it where a
+    feature starts (a command, a format, an input kind), before the code that imports them at
+    its top: a missing extra is then one line saying what to install, not a traceback.
+
+    ``require("pyarrow", extra="parquet", feature="--format parquet")``
+    """
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:  # absent, or a broken install: either way the extra fixes it
+            raise MissingExtra(feature, extra, module.split(".", 1)[0]) from None
 
 
 class SourceError(OcrflowError):

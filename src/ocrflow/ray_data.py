@@ -223,7 +223,7 @@ class _Session:
             pool.close()
 
     def _pipeline(self, session: EngineSession, pool: RenderPool) -> DocumentPipeline:
-        reader = build_reader(self.config, session)
+        reader = build_reader(self.config, session, self.workspace)
         return build_pipeline(
             self.config,
             self.workspace,

@@ -13,7 +13,15 @@ import base64
 import hashlib
 import random
 
-REPLY_FORMATS = ("markdown", "olmocr", "deepseek")
+from tests.fakevllm.formats_new import NEW_FORMATS, new_format_text
+from tests.fakevllm.formats_steps import (
+    STEP_FORMATS,
+    is_layout_prompt,
+    layout_text,
+    step_format_text,
+)
+
+REPLY_FORMATS = ("markdown", "olmocr", "deepseek", *NEW_FORMATS, *STEP_FORMATS)
 #: Text that marks a request as a figure request (ocrflow's describe prompts hold it).
 FIGURE_MARKER = "figure cropped from a document"
 
@@ -65,6 +73,10 @@ def normal_text(
     heading = "# Page " + " ".join(tags or ["page-none"])
     tail = f" (temperature {_temperature_text(temperature)})"
     body = filler(tokens * CHARS_PER_TOKEN - len(heading) - len(tail))
+    if fmt in STEP_FORMATS:
+        return step_format_text(fmt, tags, heading, body, tail)
+    if fmt in NEW_FORMATS:
+        return new_format_text(fmt, heading, body, tail)
     if fmt == "olmocr":
         return f"{OLMOCR_FRONT_MATTER}{heading}\n\n{body}{tail}"
     if fmt == "deepseek":
@@ -102,9 +114,34 @@ def garbage_text(rng: random.Random, tokens: int) -> str:
     return "".join(rng.choices(alphabet, k=n_chars))
 
 
+def token_logprobs(content: str, fault: str | None, temperature: object) -> dict[str, object]:
+    """A choice's ``logprobs`` as vLLM returns them for ``"logprobs": true``: one entry a
+    token (``CHARS_PER_TOKEN`` characters) with its text, logprob, UTF-8 bytes and no top
+    alternatives. A normal answer is sure of itself (mean logprob about -0.02, less sure
+    as the temperature rises); an injected ``length`` or ``garbage`` answer is not (-0.9).
+    Deterministic: each value follows from the token's text."""
+    heat = temperature if isinstance(temperature, int | float) else 0.0
+    centre = -0.9 if fault in ("length", "garbage") else -0.02 - 0.1 * heat
+    entries = []
+    for start in range(0, len(content), CHARS_PER_TOKEN):
+        token = content[start : start + CHARS_PER_TOKEN]
+        jitter = int(hashlib.sha1(token.encode()).hexdigest()[:4], 16) / 0xFFFF  # 0..1
+        entries.append(
+            {
+                "token": token,
+                "logprob": round(centre * (0.5 + jitter), 6),
+                "bytes": list(token.encode()),
+                "top_logprobs": [],
+            }
+        )
+    return {"content": entries}
+
+
 def figure_text(tags: list[str], prompt: str, temperature: object) -> str:
     """The answer to a figure request, naming the figure's image tag: a class for a prompt
     that says ``classify``, a Markdown table for one that says ``table``, else a caption."""
+    if is_layout_prompt(prompt):  # MinerU's layout step (``formats_steps``)
+        return layout_text(tags)
     tag = tags[0] if tags else "page-none"
     lowered = prompt.lower()
     if "classify" in lowered:

@@ -114,6 +114,7 @@ from tests.fakevllm.replies import (
     png_size,
     region_text,
     table_region,
+    token_logprobs,
 )
 
 #: chars of prompt text per estimated token, and base64 bytes per estimated image token
@@ -233,6 +234,8 @@ class ChatRequest:
     max_tokens_param: str = "max_tokens"
     #: The text parts of the request, joined (for recognising figure requests).
     text: str = ""
+    #: ``"logprobs": true``: the answer carries one logprob a token (``replies.logprobs``).
+    logprobs: bool = False
 
     def text_tokens(self) -> int:
         """Estimated tokens of the text, one placeholder token per image (vLLM counts these
@@ -383,6 +386,7 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         ),
         max_tokens_param=param,
         text="\n".join(texts),
+        logprobs=body.get("logprobs") is True,
     )
 
 
@@ -461,7 +465,11 @@ def clamp_max_tokens(cfg: ServerConfig, req: ChatRequest, page_tokens: int) -> C
 
 
 def completion_body(
-    cfg: ServerConfig, content: str, finish: str, usage: dict[str, int]
+    cfg: ServerConfig,
+    content: str,
+    finish: str,
+    usage: dict[str, int],
+    logprobs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` object as vLLM returns it."""
     return {
@@ -473,7 +481,7 @@ def completion_body(
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": content, "tool_calls": []},
-                "logprobs": None,
+                "logprobs": logprobs,
                 "finish_reason": finish,
                 "stop_reason": None,
             }
@@ -631,12 +639,20 @@ def account(
 
 
 async def answer_plain(
-    request: web.Request, state: ServerState, plan: Plan, fault: str | None, prompt: int
+    request: web.Request,
+    state: ServerState,
+    plan: Plan,
+    fault: str | None,
+    prompt: int,
+    req: ChatRequest | None = None,
 ) -> web.StreamResponse:
     """Run the engine and send a non-streaming answer (possibly truncated)."""
     await run_engine(state, plan, prompt)
     usage = account(state, plan, fault, prompt)
-    body = json.dumps(completion_body(state.config, plan.content, plan.finish, usage)).encode()
+    wanted = req is not None and req.logprobs
+    scores = token_logprobs(plan.content, fault, req.temperature) if req and wanted else None
+    body = completion_body(state.config, plan.content, plan.finish, usage, scores)
+    body = json.dumps(body).encode()
     if fault != "truncate":
         return web.Response(body=body, content_type="application/json")
     resp = web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -731,7 +747,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     try:
         if req.stream:
             return await answer_stream(request, state, plan, fault, prompt)
-        return await answer_plain(request, state, plan, fault, prompt)
+        return await answer_plain(request, state, plan, fault, prompt, req)
     except EngineDeadError:
         state.outcomes["dead"] += 1
         return error_response(500, ENGINE_DEAD_MESSAGE, "InternalServerError")

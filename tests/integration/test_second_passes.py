@@ -95,8 +95,9 @@ def test_roi_reads_and_a_capped_large_mode_retry(tmp_path: Path) -> None:
         stats = server.stats()
 
     pages = _pages(out)
-    # The first read saw 640 px (the recipe's mode) although pages were rendered at 1280.
-    assert {max(p["image_size"].values()) for p in pages.values()} == {640}
+    # Pages were rendered at 1280 px (the size recorded: the frame of the boxes); the first
+    # read saw 640 px (the recipe's mode), hence the large-mode retries below.
+    assert {max(p["image_size"].values()) for p in pages.values()} == {1280}
     retries = [pages[n]["attributes"]["second_pass"]["large_retry"] for n in (1, 2)]
     assert sorted(r["accepted"] for r in retries) == [False, True]
     retried = 1 if retries[0]["accepted"] else 2

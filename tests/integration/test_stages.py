@@ -57,7 +57,7 @@ def _extract_args(inputs: Path, out: Path, server: ServerHandle) -> list[str]:
     return [
         "run", str(inputs), "-o", str(out), "--text-layer", "off", "--engine", "openai",
         "--server", server.base_url, "--model", "deepseek-ocr", "--recipe", "deepseek",
-        "--format", "markdown,jsonl,parquet", "--workers", "1", "-q",
+        "--format", "markdown,jsonl,parquet,json,chunks,docling", "--workers", "1", "-q",
     ]  # fmt: skip
 
 
@@ -100,6 +100,21 @@ def _check_described(out: Path) -> None:
     }
     rows = read_documents(LocalStore(out)).to_pylist()
     assert {f["path"]: f["description"] for r in rows for f in r["figures"]} == described
+    _check_other_formats(out, set(described.values()))
+
+
+def _check_other_formats(out: Path, descriptions: set[str]) -> None:
+    """Assemble rewrote every format that holds figures: json, chunks and docling hold each
+    description too (pdf, hocr and alto hold printed words only)."""
+    assert descriptions and all(descriptions)
+    for fmt, suffix in (("json", ".json"), ("chunks", ".jsonl"), ("docling", ".json")):
+        files = list((out / fmt).rglob(f"*{suffix}"))
+        assert len(files) == 2, fmt
+        text = "".join(
+            json.dumps(json.loads(line)) for f in files for line in f.read_text().splitlines()
+        )
+        for description in descriptions:
+            assert json.dumps(description)[1:-1] in text, (fmt, description)
 
 
 def _markdown(out: Path) -> dict[str, bytes]:

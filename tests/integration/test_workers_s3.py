@@ -9,7 +9,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +28,10 @@ DOCS = [
 ]
 
 
+#: Pages converted of each document, and pages an item: two items for most documents.
+PAGES, SPLIT = 8, 4
+
+
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "ocrflow.cli", *args]
 
@@ -40,18 +46,23 @@ def _records(endpoint: S3Endpoint, bucket: str) -> list[dict]:
     return records
 
 
-def _wait_for_lease_of(pid: int, out: str, env: dict[str, str], deadline_s: float = 120) -> None:
-    end = time.monotonic() + deadline_s
+def _wait_for_status(
+    out: str, env: dict[str, str], until: Callable[[dict[str, Any]], bool], failure: str
+) -> None:
+    """Poll ``ocrflow status OUT --json`` until ``until(report)`` holds (2 minutes at most)."""
+    end = time.monotonic() + 120
     while time.monotonic() < end:
         done = subprocess.run(
             _cli("status", out, "--json"), env=env, capture_output=True, text=True, check=False
         )
-        if done.returncode == 0:
-            owners = [lease["owner"] for lease in json.loads(done.stdout)["active_leases"]]
-            if any(f":{pid}:" in owner for owner in owners):
-                return
+        if done.returncode == 0 and until(json.loads(done.stdout)):
+            return
         time.sleep(0.3)
-    pytest.fail("the second worker never held a lease")
+    pytest.fail(failure)
+
+
+def _holds_a_lease(pid: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda report: any(f":{pid}:" in lease["owner"] for lease in report["active_leases"])
 
 
 def test_two_workers_one_killed_every_page_once(
@@ -64,8 +75,9 @@ def test_two_workers_one_killed_every_page_once(
     env = {**os.environ, **s3_endpoint.env}
     inputs = [str(corpus / "pdfs" / d) for d in DOCS] + [str(samples)]
     common = ["--lease-ttl", "6", "--workers", "1", "-q", "--json"]
-    # Every page OCRed (about 0.5 s each): long enough for the second worker to join.
-    plan = ["--split-pages", "6", "--pages", "1-12", "--text-layer", "off"]
+    # Every page OCRed (about 0.5 s each): two items a document, as before, with two thirds
+    # of the pages, still long enough for the second worker to join.
+    plan = ["--split-pages", str(SPLIT), "--pages", f"1-{PAGES}", "--text-layer", "off"]
     first = subprocess.Popen(
         _cli("run", *inputs, "-o", out, *plan, *common),
         env=env,
@@ -73,7 +85,12 @@ def test_two_workers_one_killed_every_page_once(
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3)  # let the first worker plan the run
+    # Not a fixed sleep (too long on an idle machine, too short on a busy one): once the run
+    # has queued its items, a worker joining it finds work.
+    _wait_for_status(
+        out, env, lambda report: bool(report["documents"].get("pending")),
+        "the run never queued its work items",
+    )  # fmt: skip
     second = subprocess.Popen(
         _cli("worker", out, *common),
         env=env,
@@ -81,7 +98,7 @@ def test_two_workers_one_killed_every_page_once(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    _wait_for_lease_of(second.pid, out, env)
+    _wait_for_status(out, env, _holds_a_lease(second.pid), "the second worker never held a lease")
     os.killpg(second.pid, signal.SIGKILL)  # mid-item: it holds a lease right now
     second.wait(timeout=30)
     again = subprocess.run(
@@ -101,7 +118,7 @@ def test_two_workers_one_killed_every_page_once(
     assert sorted(names) == sorted(set(names)) and len(names) == len(DOCS) + 6
     for record in records:
         pages = [s[2] for s in record["attributes"]["pdf_page_numbers"]]
-        expected = list(range(1, min(12, record["metadata"]["pdf-total-pages"]) + 1))
+        expected = list(range(1, min(PAGES, record["metadata"]["pdf-total-pages"]) + 1))
         assert pages == expected, record["metadata"]["source_path"]
         text = record["text"]
         assert all(

@@ -18,7 +18,7 @@ import pytest
 from ocrflow.config import InputOptions
 from ocrflow.config.access import AccessRefused, service_policy
 from ocrflow.errors import SourceError
-from ocrflow.inputs.dataset_rows import RowFetcher
+from ocrflow.inputs.copies import RowFetcher
 from ocrflow.inputs.expand import expand_inputs
 from tests.integration.serve_helpers import TOKEN_A, Served, auth, serving, wait_status
 from tests.security.access_helpers import everything_said, text_pdf

@@ -141,4 +141,5 @@ def test_a_prefix_without_an_installed_backend_stops_serve(tmp_path: Path) -> No
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "no fsspec backend for http://" in done.stderr and "aiohttp" in done.stderr
+    assert "pip install 'ocrflow[http]'" in done.stderr
     assert "Traceback" not in done.stderr

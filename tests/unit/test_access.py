@@ -19,7 +19,7 @@ from ocrflow.config.access import (
     read_capped,
     service_policy,
 )
-from ocrflow.errors import ConfigError, SourceError
+from ocrflow.errors import ConfigError, MissingExtra, SourceError
 from ocrflow.inputs.globs import glob_match
 
 HOST = "http://files.example:8000/docs"
@@ -184,8 +184,9 @@ def test_prefixes_are_checked_at_start_up(monkeypatch: pytest.MonkeyPatch, tmp_p
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.delitem(sys.modules, "fsspec.implementations.http", raising=False)
     monkeypatch.setitem(sys.modules, "aiohttp", None)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match=r"no fsspec backend for http:// .*aiohttp"):
+    with pytest.raises(MissingExtra, match=r"no fsspec backend for http://.*aiohttp") as caught:
         check_prefixes((HOST,))
+    assert "pip install 'ocrflow[http]'" in str(caught.value)
 
 
 def test_the_policy_is_recorded_but_not_fingerprinted() -> None:

@@ -9,14 +9,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from ocrflow.errors import ConfigError, SourceError
+from ocrflow.inputs.copies import RowFetcher
 from ocrflow.inputs.dataset import (
     dataset_files,
     dataset_schema,
-    is_dataset_input,
     iter_dataset_rows,
     iter_row_sources,
 )
-from ocrflow.inputs.dataset_rows import RowCursor, RowFetcher
+from ocrflow.inputs.dataset_files import is_dataset_input
+from ocrflow.inputs.dataset_rows import RowCursor
 from ocrflow.inputs.expand import expand_inputs
 from ocrflow.inputs.source import RowRef, parse_row_uri, row_uri
 from ocrflow.sinks.dataset_writeback import write_back

@@ -49,7 +49,8 @@ def parse_command(argv: list[str]) -> dict[str, Any]:
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
     assert argv[1] in commands, f"ocrflow has no command {argv[1]!r}"
     with commands[argv[1]].make_context(argv[1], list(argv[2:])) as context:
-        return dict(context.params)
+        # A repeatable flag is a tuple in some typer versions and a list in others.
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in context.params.items()}
 
 
 def _parse_serve(args: list[str]) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def test_job_options_apply_to_the_service_config(tmp_path: Path) -> None:
     with pytest.raises(OptionError, match="engine"):
         job_config(base, parse_options({"engine": "vllm"}), ["in"], "out")
     with pytest.raises(OptionError, match="format"):
-        job_config(base, parse_options({"format": "pdf"}), ["in"], "out")
+        job_config(base, parse_options({"format": "docx"}), ["in"], "out")
 
 
 def test_uris_must_stay_under_a_prefix(tmp_path: Path) -> None:

@@ -246,6 +246,8 @@ def test_a_turned_page_is_rotated_once_and_read_again(tmp_path: Path) -> None:
     assert result.route is Route.ENGINE
     assert result.attempts == 2
     assert result.attributes["rotation"] == 270  # rotation_correction 90 = 270 clockwise
+    # The size recorded is the page as rendered (its boxes' frame), not the turned image.
+    assert (result.image_size.width, result.image_size.height) == (1000, 1288)
 
 
 # -- fallbacks ---------------------------------------------------------------------------

@@ -3,8 +3,12 @@ module only gathers them into one Typer app."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from ocrflow import __version__
+from ocrflow.cli.recipes import recipes_command
 from ocrflow.cli.run import run_command
 from ocrflow.cli.runs import export_command, retry_command, status_command, worker_command
 from ocrflow.cli.serve_engine import serve_engine_command
@@ -18,6 +22,26 @@ app = typer.Typer(
     no_args_is_help=True,
     help="ocrflow: PDFs, scans and photos to Markdown and JSONL, with VLMs or a CPU engine.",
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"ocrflow {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """ocrflow: PDFs, scans and photos to Markdown and JSONL, with VLMs or a CPU engine."""
+
+
 app.command("run")(run_command)
 app.command("retry")(retry_command)
 app.command("worker")(worker_command)
@@ -29,6 +53,7 @@ app.command("assemble")(assemble_command)
 app.command("eval")(eval_command)
 app.command("review")(review_command)
 app.command("serve")(serve_command)
+app.command("recipes")(recipes_command)
 
 
 def main() -> None:

@@ -1,12 +1,10 @@
-"""What the ``ocrflow`` commands show: log set-up, a plan run under its progress display,
+"""What the ``ocrflow`` commands show: a plan run under its progress display,
 and the run's summary (a table, or one JSON object with ``--json``)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import sys
 
 import typer
 from rich.console import Console
@@ -18,24 +16,6 @@ from ocrflow.observe.runstats import RunStats
 from ocrflow.observe.status import out_summary
 from ocrflow.storage.open import open_store
 from ocrflow.workspace.state import Workspace
-
-
-def configure_logging(quiet: bool) -> None:
-    """Log to stderr: INFO and up, or only warnings and errors when ``quiet``."""
-    # Names that are not UTF-8 are shown escaped (``names.shown``); should one slip through
-    # to a print or a log line, it is written as ``\udce9``, never a UnicodeEncodeError.
-    for stream in (sys.stdout, sys.stderr):
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
-    logging.basicConfig(
-        level=logging.WARNING if quiet else logging.INFO,
-        format="%(asctime)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    # httpx logs every request at INFO: far too much for a run of a million pages; botocore
-    # says where it found credentials on every start.
-    for noisy in ("httpx", "botocore", "aiobotocore"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def run_with_display(plan: Plan, *, quiet: bool) -> RunStats:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from ocrflow.cli.display import configure_logging, run_with_display, show_summary
+from ocrflow.cli.display import run_with_display, show_summary
 from ocrflow.cli.exits import OUTPUT_ERROR, fail, nothing_to_convert, output_failure
 from ocrflow.config.builder import build_run_config, option_default
 from ocrflow.config.environment import shard_settings
@@ -22,6 +22,7 @@ from ocrflow.executors.preflight import check_before_start
 from ocrflow.executors.shards import choose_shard
 from ocrflow.inputs.expand import expand_inputs
 from ocrflow.inputs.skips import Skipped
+from ocrflow.observe.logs import Quiet, Verbose, configure_logging, verbosity
 from ocrflow.observe.metrics import serve_metrics
 from ocrflow.recipes.registry import RECIPES
 from ocrflow.sinks import KNOWN_FORMATS
@@ -39,7 +40,7 @@ SCALE = "Scale-out (many workers, Ray)"
 #: ``build_run_config``, under the same name.
 BATCH_FLAGS = frozenset(
     {"executor", "ray_address", "ray_workers", "shard", "shard_index", "num_shards"}
-    | {"metrics_port", "metrics_linger", "progress_interval", "quiet", "as_json"}
+    | {"metrics_port", "metrics_linger", "progress_interval", "verbose", "quiet", "as_json"}
 )
 
 
@@ -69,6 +70,16 @@ def run_command(
         str,
         typer.Option("--format", help=f"Output formats, comma-separated: {FORMATS}."),
     ] = option_default("output_format"),
+    chunk_tokens: Annotated[
+        int, typer.Option(help="chunks: the most tokens a chunk holds (tables stay whole).")
+    ] = option_default("chunk_tokens"),
+    drop_headers_footers: Annotated[
+        bool,
+        typer.Option(
+            help="Leave page headers and footers out of Markdown, text and chunks "
+            "(json, alto, hocr keep them)."
+        ),
+    ] = option_default("drop_headers_footers"),
     dataset_column: Annotated[
         str | None, typer.Option(help="Dataset inputs: the column holding images or PDFs.")
     ] = None,
@@ -103,6 +114,13 @@ def run_command(
     languages: Annotated[
         str, typer.Option(help="Tesseract languages, e.g. eng+deu.")
     ] = option_default("languages"),
+    embedded_backend: Annotated[
+        str,
+        typer.Option(
+            help="Embedded engine runtime: onnxruntime, or openvino (pip install "
+            "'ocrflow[openvino]'; about half the CPU a page)."
+        ),
+    ] = option_default("embedded_backend"),
     model: Annotated[
         str | None, typer.Option(help="VLM model (HF id or path).", rich_help_panel=VLM)
     ] = None,
@@ -149,6 +167,14 @@ def run_command(
         bool,
         typer.Option(help="Constrain olmOCR output (structured outputs).", rich_help_panel=VLM),
     ] = option_default("guided"),
+    logprobs: Annotated[
+        bool,
+        typer.Option(
+            help="Ask for token log-probabilities: a page confidence signal (replies grow by"
+            " ~100 B a token, x20; docs/confidence.md).",
+            rich_help_panel=VLM,
+        ),
+    ] = option_default("logprobs"),
     gpus: Annotated[
         str | None,
         typer.Option(help="Managed vLLM: one replica per GPU, e.g. 0,1.", rich_help_panel=VLM),
@@ -267,7 +293,8 @@ def run_command(
             min=0, help="Seconds between progress lines when stderr is not a terminal (0: none)."
         ),
     ] = 10.0,
-    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Only warnings and errors.")] = False,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Convert documents to Markdown and JSONL. Exit 0: all converted; 1: some failed;
@@ -275,7 +302,7 @@ def run_command(
     5: nothing to convert; 130 / 143: stopped by Ctrl-C / SIGTERM."""
     # First of all, while the flags are the only locals: one name for each flag, not three.
     flags = {name: value for name, value in locals().items() if name not in BATCH_FLAGS}
-    configure_logging(quiet)
+    configure_logging(verbosity(verbose, quiet))
     try:
         config = build_run_config(**flags)
         check_before_start(config)

@@ -13,13 +13,14 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from ocrflow.cli.display import configure_logging, run_with_display, show_summary
+from ocrflow.cli.display import run_with_display, show_summary
 from ocrflow.cli.exits import fail, output_failure
 from ocrflow.config.flags import validation_message
-from ocrflow.errors import EngineFailing, OcrflowError, OutputError
+from ocrflow.errors import EngineFailing, OcrflowError, OutputError, require
 from ocrflow.executors.interrupts import stoppable
 from ocrflow.executors.plan import Plan, rejoined, run_until_signal, worker_options
 from ocrflow.inputs.expand import expand_inputs
+from ocrflow.observe.logs import Quiet, Verbose, configure_logging, verbosity
 from ocrflow.observe.report import print_status
 from ocrflow.observe.status import collect_status
 from ocrflow.storage.open import open_store
@@ -59,10 +60,11 @@ def retry_command(
     run_now: Annotated[
         bool, typer.Option("--run/--no-run", help="Convert them right away.")
     ] = True,
-    quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Re-queue partial and failed documents of a run, then convert them again."""
-    configure_logging(quiet)
+    configure_logging(verbosity(verbose, quiet))
     statuses = {name for name, wanted in (("failed", failed), ("partial", partial)) if wanted}
     try:
         workspace = Workspace(open_store(output))
@@ -125,12 +127,13 @@ def worker_command(
             min=0, help="Seconds between progress lines when stderr is not a terminal (0: none)."
         ),
     ] = 10.0,
-    quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Join an existing run: take work items from OUT until none is left (or, with --root,
     work on the queued jobs of an `ocrflow serve` root, fair share across jobs)."""
-    configure_logging(quiet)
+    configure_logging(verbosity(verbose, quiet))
     if (output is None) == (root is None):
         raise fail("give OUT (a run to join) or --root ROOT (a job service's jobs)")
     if root is not None:
@@ -141,8 +144,9 @@ def worker_command(
 
         job = work_root(root, slots, api_key, server or (), workers, lease_ttl, exit_when_idle)
         with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
-            run_until_signal(job)  # type: ignore[arg-type]
+            run_until_signal(job)
         raise typer.Exit(0)
+    assert output is not None  # OUT or --root: checked above
     try:
         config = rejoined(
             Workspace(open_store(output)).recorded_run_config(),
@@ -170,8 +174,11 @@ def status_command(
     gpu_hour_cost: Annotated[
         float | None, typer.Option(help="Price of a GPU hour, for cost per 1,000 pages.")
     ] = None,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Show documents and pages by state, failures by reason, and speed."""
+    configure_logging(verbosity(verbose, quiet))
     try:
         workspace = Workspace(open_store(output))
         if not workspace.recorded_config():
@@ -193,21 +200,27 @@ def export_command(
     fmt: Annotated[
         str,
         typer.Option(
-            "--format", help="parquet: Parquet shards; hf: a folder datasets.load_from_disk opens."
+            "--format",
+            help="parquet: Parquet shards; hf: a folder datasets.load_from_disk opens"
+            " (needs ocrflow[hf]).",
         ),
     ] = "parquet",
     overwrite: Annotated[
         bool,
         typer.Option(help="Export into a folder holding files export did not write."),
     ] = False,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Convert the finished documents of OUT into Parquet shards or a Hugging Face dataset.
     Exporting again into the same folder replaces the earlier export."""
-    from ocrflow.stages.export import export as export_out
-
+    configure_logging(verbosity(verbose, quiet))
     if fmt not in {"parquet", "hf"}:
         raise fail(f"unknown export format {fmt!r}: use parquet or hf")
     try:
+        require("pyarrow", extra="parquet", feature=f"ocrflow export --format {fmt}")
+        from ocrflow.stages.export import export as export_out
+
         report = export_out(output, fmt, dest, overwrite=overwrite)  # type: ignore[arg-type]
     except OutputError as exc:
         raise output_failure(exc) from None

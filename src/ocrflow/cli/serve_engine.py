@@ -9,11 +9,11 @@ from typing import Annotated, Any
 
 import typer
 
-from ocrflow.cli.display import configure_logging
 from ocrflow.cli.exits import fail
 from ocrflow.config import EngineOptions
 from ocrflow.errors import OcrflowError
 from ocrflow.executors.plan import run_until_signal
+from ocrflow.observe.logs import Quiet, Verbose, configure_logging, verbosity
 
 
 def serve_engine_command(
@@ -27,9 +27,11 @@ def serve_engine_command(
     vllm_command: Annotated[str, typer.Option(help="How to run vLLM.")] = "vllm serve",
     log_dir: Annotated[str | None, typer.Option(help="Folder for server logs.")] = None,
     ready_timeout: Annotated[float, typer.Option(help="Seconds to wait for readiness.")] = 900.0,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Start vLLM with a recipe's flags and keep it up (restarts included) until Ctrl-C."""
-    configure_logging(quiet=False)
+    configure_logging(verbosity(verbose, quiet))
     from ocrflow.engines.server import ManagedServers, ServerSpec
     from ocrflow.readers.session import api_key
     from ocrflow.recipes.registry import recipe_for_model

@@ -59,12 +59,18 @@ class EngineOptions(_Options):
     parallel: int = Field(default_factory=lambda: max(1, min(2, os.cpu_count() or 1)), ge=1)
     threads: int | None = Field(None, ge=1)
     languages: str = "eng"
+    #: Embedded engine: its inference runtime (``engines/runtime.py``; openvino: the
+    #: ``openvino`` extra, opt-in).
+    backend: Literal["onnxruntime", "openvino", "auto"] = "onnxruntime"
     #: Share of a document's pages that may fall back before the document is ``partial``.
     max_page_error_rate: float = Field(0.0, ge=0.0, le=1.0)
     #: Everything for one page (attempts, backoff) ends by this deadline.
     page_deadline_s: float = Field(600.0, gt=0)
     request_timeout_s: float = Field(180.0, gt=0)
     guided: bool = False
+    #: VLMs: ask the server for token log-probabilities, a page confidence signal (the
+    #: reply grows by about a tenth; off by default).
+    logprobs: bool = False
     #: Recipe overrides, e.g. ``{"max_tokens": 2048, "prompt": "..."}``.
     recipe_options: dict[str, Any] = Field(default_factory=dict)
     #: Managed vLLM: one replica per entry of ``gpus``; extra ``vllm serve`` flags.
@@ -97,9 +103,23 @@ class OutputOptions(_Options):
     #: Output formats, names from ``ocrflow.sinks.KNOWN_FORMATS`` (checked there, where the
     #: sinks are registered); figure files always go along.
     formats: tuple[str, ...] = ("markdown", "jsonl")
+    #: ``chunks``: the most tokens a chunk holds (a table or formula is never split).
+    chunk_tokens: int = Field(512, ge=16, le=65536)
+    #: Leave blocks labelled page_header / page_footer out of the Markdown, text and
+    #: chunks (the layout formats keep them).
+    drop_headers_footers: bool = False
     #: Name each source in the outputs by its path relative to the input that named it,
     #: not by its URI (the job service: a server's folders are not its clients' business).
     relative_source_names: bool = False
+
+    def fingerprint_fields(self) -> dict[str, object]:
+        """What changes a document's text outputs, only where set (older runs keep their
+        fingerprint)."""
+        chunks: dict[str, object] = {}
+        if self.chunk_tokens != 512:
+            chunks["chunk_tokens"] = self.chunk_tokens
+        drop = {"drop_headers_footers": True} if self.drop_headers_footers else {}
+        return chunks | drop
 
 
 class InputOptions(_Options):
@@ -237,7 +257,7 @@ class RunConfig(_Options):
     def _optional_fingerprint_fields(self) -> dict[str, object]:
         """Settings added later, present only when used (older runs keep their fingerprint)."""
         preset = {"preset": self.engine.preset} if self.engine.preset else {}
-        return preset | self.passes.fingerprint_fields()
+        return preset | self.out.fingerprint_fields() | self.passes.fingerprint_fields()
 
     def fingerprint(self) -> str:
         """A short stable hash of ``fingerprint_fields``."""

@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ocrflow.errors import ConfigError, SourceError
+from ocrflow.errors import ConfigError, MissingExtra, SourceError
 from ocrflow.types import Reason
 
 #: The byte cap of a file a service job reads (an uploaded file is capped by the upload).
@@ -43,6 +43,15 @@ _HTTP = frozenset({"http", "https"})
 _BAD_ESCAPES = ("%2f", "%5c", "%25", "%00")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _CHUNK = 1 << 20
+
+
+#: The ocrflow extra that installs the fsspec backend of a URL scheme, and its package.
+BACKEND_EXTRAS: dict[str, tuple[str, str]] = {
+    "s3": ("s3", "s3fs"),
+    "s3a": ("s3", "s3fs"),
+    "http": ("http", "aiohttp"),
+    "https": ("http", "aiohttp"),
+}
 
 
 class AccessRefused(SourceError):
@@ -357,11 +366,10 @@ def check_prefixes(prefixes: tuple[str, ...], root: str | None = None) -> None:
         try:
             _import_backend(scheme)
         except ImportError:
-            extra = {"http": "aiohttp", "https": "aiohttp", "s3": "s3fs", "gs": "gcsfs"}
-            package = extra.get(scheme, f"the fsspec backend for {scheme}")
-            raise ConfigError(
-                f"--allow-uri-prefix {prefix}: no fsspec backend for {scheme}:// is "
-                f"installed (pip install {package})"
-            ) from None
+            feature = f"--allow-uri-prefix {prefix} (no fsspec backend for {scheme}://)"
+            if scheme in BACKEND_EXTRAS:
+                raise MissingExtra(feature, *BACKEND_EXTRAS[scheme]) from None
+            package = "gcsfs" if scheme in {"gs", "gcs"} else f"the fsspec backend for {scheme}"
+            raise ConfigError(f"{feature}: pip install {package}") from None
         except ValueError:
             raise ConfigError(f"--allow-uri-prefix {prefix}: unknown protocol {scheme}") from None

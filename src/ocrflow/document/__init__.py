@@ -23,6 +23,7 @@ from ocrflow.document.model import (
     page_from_result,
 )
 from ocrflow.document.rows import block_from_row, block_to_row, blocks_from_rows, blocks_to_rows
+from ocrflow.document.words import block_lines, line_words, plain_lines
 from ocrflow.types import BBox, Block, BlockLabel, Line, Word, union_box, unit_box, unturn_box
 
 __all__ = [
@@ -37,14 +38,17 @@ __all__ = [
     "block_dict",
     "block_from_dict",
     "block_from_row",
+    "block_lines",
     "block_to_row",
     "blocks_from_markdown",
     "blocks_from_rows",
     "blocks_to_rows",
     "document_from_result",
+    "line_words",
     "linked_blocks",
     "page_confidence",
     "page_from_result",
+    "plain_lines",
     "union_box",
     "unit_box",
     "unturn_box",

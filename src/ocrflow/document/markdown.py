@@ -20,7 +20,7 @@ _LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FOOTNOTE = re.compile(r"^ {0,3}\[\^[^\]]+\]:")
 _FIGURE = re.compile(r"^\s*(?:<!--figure:\d+-->|!\[[^\]]*\]\([^)]*\))\s*$")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _HTML_TABLE = re.compile(r"^\s*<table\b", re.I)
 
 
@@ -131,4 +131,5 @@ def _until(
 
 def _is_pipe_table(lines: list[str]) -> bool:
     """Whether pipe rows have the separator row a Markdown table needs."""
-    return len(lines) >= 2 and bool(_TABLE_RULE.match(lines[1]))
+    # A rule without a pipe is one cell: a thematic break or a list item, not a table's.
+    return len(lines) >= 2 and "|" in lines[1] and bool(_TABLE_RULE.match(lines[1]))

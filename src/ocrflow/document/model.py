@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ocrflow.document.confidence import page_score
 from ocrflow.types import (
     BBox,
     Block,
@@ -35,11 +36,12 @@ PAGE_JOINER = "\n\n"
 class Page:
     """One page: its Markdown, its blocks in reading order, and how it was read.
 
-    ``size`` is the pixel size of the image the engine read (``None`` for pages no engine
-    read); boxes are fractions of the page, so they do not depend on it. ``rotation`` is
+    ``size`` is the pixel size of the page as rendered for the engine (``None`` for pages
+    no engine read), before any turn or shrink the engine's reader gave the image it sent;
+    boxes are fractions of that page, so they do not depend on it. ``rotation`` is
     the turn (degrees clockwise) the engine gave the page to read it; boxes are on the page
-    as rendered, before that turn. ``confidence`` is the engine's mean confidence (0..1),
-    ``None`` when it gives none.
+    as rendered, before that turn. ``confidence`` (0..1) is ``page_confidence``: how much
+    the page's reading can be trusted (``document.confidence``), ``None`` when unknown.
     """
 
     number: int
@@ -173,15 +175,15 @@ def _linked(blocks: tuple[Block, ...], links: Mapping[str, str]) -> tuple[Block,
 
 
 def page_confidence(page: PageResult) -> float | None:
-    """The engine's mean confidence for the page, else the mean of its blocks' (by text
-    length), else ``None``."""
-    mean = page.attributes.get("mean_confidence")
-    if isinstance(mean, int | float):
-        return round(float(mean), 4)
-    scored = [(b.confidence, len(b.text) or 1) for b in page.blocks if b.confidence is not None]
-    if not scored:
-        return None
-    return round(sum(c * n for c, n in scored) / sum(n for _, n in scored), 4)
+    """The page's confidence, 0..1 (``document.confidence.page_score``: engine scores,
+    the text-layer score, a VLM's retries and token logprobs), else ``None``."""
+    return page_score(
+        str(page.route),
+        str(page.status),
+        page.attributes,
+        attempts=page.attempts,
+        blocks=((b.confidence, len(b.text)) for b in page.blocks),
+    )
 
 
 def _with_links(text: str, links: Mapping[str, str]) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from ocrflow.document.confidence import mean_token_prob
 from ocrflow.errors import ConfigError, EngineRejected, EngineUnavailable
 from ocrflow.types import EngineReply, PageRequest
 
@@ -106,6 +107,7 @@ def parse_reply(payload: dict[str, Any], latency: float, engine: str, url: str) 
     if not isinstance(text, str):
         raise ServerFailure(url, f"a completion whose content is not text: {_cut(text)}")
     usage = payload.get("usage") or {}
+    scored = token_probability(choice.get("logprobs"))
     return EngineReply(
         text=text,
         finish_reason=choice.get("finish_reason") or "stop",
@@ -113,18 +115,35 @@ def parse_reply(payload: dict[str, Any], latency: float, engine: str, url: str) 
         tokens_out=int(usage.get("completion_tokens") or 0),
         latency_s=latency,
         engine=engine,
+        attributes=scored,
     )
+
+
+def token_probability(logprobs: object) -> dict[str, Any]:
+    """``mean_token_prob`` (``exp`` of the mean token logprob) and ``logprob_tokens`` of a
+    choice's ``logprobs`` (``{"content": [{"token", "logprob", ...}, ...]}``, present when
+    the request asked for ``logprobs``); ``{}`` when the server sent none."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list):
+        return {}
+    values = [t.get("logprob") for t in content if isinstance(t, dict)]
+    mean = mean_token_prob([v for v in values if isinstance(v, int | float)])
+    return {} if mean is None else {"mean_token_prob": mean, "logprob_tokens": len(values)}
 
 
 def _cut(value: object) -> str:
     return str(value)[:200]
 
 
-def request_body(request: PageRequest, model: str, max_model_len: int | None = None) -> bytes:
+def request_body(
+    request: PageRequest, model: str, max_model_len: int | None = None, *, logprobs: bool = False
+) -> bytes:
     """The chat-completion request for a page, as JSON bytes.
 
     ``max_tokens`` is capped at the server's context length: vLLM clamps it to the room
-    the prompt leaves, but answers 400 to a value above the whole context.
+    the prompt leaves, but answers 400 to a value above the whole context. ``logprobs``
+    asks for each output token's logprob (``--logprobs``; see docs/confidence.md for what
+    it costs).
     """
     image = base64.b64encode(request.image.data).decode("ascii")
     image_part = {
@@ -140,6 +159,7 @@ def request_body(request: PageRequest, model: str, max_model_len: int | None = N
         "messages": [{"role": "user", "content": parts}],
         "temperature": request.temperature,
         "max_tokens": min(request.max_tokens, max_model_len or request.max_tokens),
+        **({"logprobs": True} if logprobs else {}),
         **request.extra_body,
     }
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()

@@ -12,7 +12,9 @@ def build_engine(options: EngineOptions) -> Engine:
     if options.kind == "embedded":
         from ocrflow.engines.embedded import EmbeddedEngine
 
-        return EmbeddedEngine(threads=options.threads, max_parallel=options.parallel)
+        return EmbeddedEngine(
+            threads=options.threads, max_parallel=options.parallel, backend=options.backend
+        )
     if options.kind == "tesseract":
         from ocrflow.engines.tesseract import TesseractEngine
 

@@ -16,6 +16,7 @@ from statistics import median
 
 import numpy as np
 
+from ocrflow.engines.inserts import CAPTION
 from ocrflow.engines.layout import Paragraph, TextBox
 from ocrflow.engines.xycut import FOOTER, HEADER
 from ocrflow.types import BBox, Block, BlockLabel, Line, union_box, unit_box, unit_score, unturn_box
@@ -72,6 +73,8 @@ def _label(paragraph: Paragraph, typical: float) -> BlockLabel:
         return BlockLabel.PAGE_HEADER
     if paragraph.region == FOOTER:
         return BlockLabel.PAGE_FOOTER
+    if paragraph.region == CAPTION:
+        return BlockLabel.CAPTION
     if paragraph.kind == "table":
         return BlockLabel.TABLE
     if LIST_MARKER.match(paragraph.text):

@@ -35,91 +35,19 @@ from statistics import median
 
 import numpy as np
 
+from ocrflow.engines.boxes import TextBlock, TextBox
+from ocrflow.engines.inserts import set_inserts_aside
+from ocrflow.engines.skew import deskew
 from ocrflow.engines.tables import find_tables
 from ocrflow.engines.xycut import BODY, labelled_regions
+
+__all__ = ["Paragraph", "TextBlock", "TextBox", "deskew", "laid_out", "layout_text", "with_tables"]
 
 #: A number as it stands in a table cell: 40, 1,250.00, -3.5, 12%, $9.99, 2024-01-17.
 _NUMBER = re.compile(r"[-+(]?[$€£]?\d[\d.,:/%-]*\)?[%€]?")
 
 #: Bullets and list markers that start a new paragraph even without a blank line.
 _BULLET = re.compile(r"^\s*([•·▪◦●○■□➢►‣⁃*–—-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s")
-
-
-@dataclass(frozen=True, slots=True)
-class TextBox:
-    """One recognised text region in upright page pixels.
-
-    ``x0..y1`` bound it; ``height`` is the text height, measured along the box's own sides
-    so that a skewed line does not look taller than it is.
-    """
-
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    text: str
-    score: float = 1.0
-    height: float = 0.0
-    #: Slope of the line's top edge in radians (positive: falling to the right).
-    angle: float = 0.0
-    #: "line", or "table" for a whole table whose ``text`` is Markdown.
-    kind: str = "line"
-    #: The detected boxes this one stands for, as the detector gave them (a deskewed
-    #: line, a number cut out of a line, a table's cells); empty: the box itself.
-    members: tuple[TextBox, ...] = ()
-
-    @property
-    def detected(self) -> tuple[TextBox, ...]:
-        """The detected boxes this one stands for (``members``, or itself)."""
-        return self.members or (self,)
-
-    @classmethod
-    def from_quad(cls, points: Sequence[Sequence[float]], text: str, score: float = 1.0) -> TextBox:
-        """A box from four corners (x, y) in clockwise order starting at the top left."""
-        (ax, ay), (bx, by), (cx, cy), (dx, dy) = (tuple(map(float, p)) for p in points)
-        xs, ys = (ax, bx, cx, dx), (ay, by, cy, dy)
-        side = max(math.hypot(ax - dx, ay - dy), math.hypot(bx - cx, by - cy))
-        angle = math.atan2(by - ay, bx - ax) if bx != ax or by != ay else 0.0
-        return cls(min(xs), min(ys), max(xs), max(ys), text, float(score), side, angle)
-
-    @property
-    def cy(self) -> float:
-        """Vertical centre."""
-        return (self.y0 + self.y1) / 2
-
-    @property
-    def text_height(self) -> float:
-        """``height`` when known, else the bounding-box height."""
-        return self.height or (self.y1 - self.y0)
-
-
-@dataclass(frozen=True, slots=True)
-class TextBlock:
-    """Lines (boxes) stacked into one block, top to bottom."""
-
-    lines: tuple[TextBox, ...]
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    height: float
-
-    @classmethod
-    def of(cls, lines: Sequence[TextBox]) -> TextBlock:
-        """The block made of ``lines`` (kept in the given order)."""
-        return cls(
-            tuple(lines),
-            min(line.x0 for line in lines),
-            min(line.y0 for line in lines),
-            max(line.x1 for line in lines),
-            max(line.y1 for line in lines),
-            median(line.text_height for line in lines),
-        )
-
-    @property
-    def cy(self) -> float:
-        """Vertical centre."""
-        return (self.y0 + self.y1) / 2
 
 
 def group_blocks(
@@ -194,7 +122,7 @@ def order_blocks(blocks: Sequence[TextBlock]) -> list[TextBlock]:
             continue
         taken[index] = True
         order.append(index)
-        for nxt in np.flatnonzero(before[index] & ~taken):
+        for nxt in np.flatnonzero(before[index] & ~taken).tolist():
             waiting[nxt] -= 1
             if waiting[nxt] == 0:
                 heapq.heappush(heap, (blocks[nxt].y0, blocks[nxt].x0, int(nxt)))
@@ -212,7 +140,11 @@ def _precedence(blocks: Sequence[TextBlock]) -> np.ndarray:
     x1 = np.array([b.x1 for b in blocks])
     cx, cy = (x0 + x1) / 2, np.array([b.cy for b in blocks])
     tolerance = 0.5 * median(b.height for b in blocks)
-    overlap = (np.minimum.outer(x1, x1) - np.maximum.outer(x0, x0)) > tolerance
+    # Neighbouring columns' boxes can overlap by a few pixels (detector padding, a curved
+    # page): stacked blocks share a good part of the narrower one's width, columns don't.
+    width = x1 - x0
+    share = 0.1 * np.minimum.outer(width, width)
+    overlap = (np.minimum.outer(x1, x1) - np.maximum.outer(x0, x0)) > np.maximum(tolerance, share)
     above = cy[:, None] < cy[None, :]
     left = ~overlap & (cx[:, None] < cx[None, :])
     before = overlap & above
@@ -290,10 +222,17 @@ def layout_text(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> 
 
 
 def _region_paragraphs(region: Sequence[TextBox], role: str) -> list[Paragraph]:
-    """Paragraphs of one region: its lines in blocks, each table a block of its own."""
+    """Paragraphs of one region: its lines in blocks, each table a block of its own, inserts
+    (captions, pull quotes: ``inserts.py``) after the paragraph they interrupt."""
     tables = [TextBlock.of([box]) for box in region if box.kind == "table"]
     lines = [box for box in region if box.kind != "table"]
-    return _paragraphs(order_blocks(group_blocks(lines) + tables), role)
+    ordered = order_blocks(group_blocks(lines) + tables)
+    if role != BODY:
+        return _paragraphs(ordered, role)
+    found: list[Paragraph] = []
+    for block, insert in set_inserts_aside(ordered):
+        found += _paragraphs([block], insert or role)
+    return found
 
 
 def _paragraphs(blocks: Iterable[TextBlock], role: str) -> list[Paragraph]:
@@ -325,7 +264,11 @@ def with_tables(boxes: Sequence[TextBox]) -> list[TextBox]:
     cut = {id(pieces[key][1]) for key in taken}
     merged = [box for box in boxes if id(box) not in cut]
     merged += [piece for key, (piece, box) in pieces.items() if id(box) in cut and key not in taken]
-    merged += [_table_box(table.boxes, table.markdown()) for table in tables]
+    # The tables hold the pieces offered to the finder: the same objects, as TextBoxes.
+    merged += [
+        _table_box([pieces[id(cell)][0] for cell in table.boxes], table.markdown())
+        for table in tables
+    ]
     return merged
 
 
@@ -360,39 +303,3 @@ def _split_numbers(box: TextBox) -> list[TextBox]:
         )  # fmt: skip
         x += width + per_char
     return pieces
-
-
-#: Skew below which the boxes are left as they are (0.2°).
-_LEVEL = math.radians(0.2)
-
-
-def deskew(boxes: Sequence[TextBox]) -> list[TextBox]:
-    """The boxes turned about the origin by minus the page's skew: the median slope of
-    its long lines (at least three times as long as high; short boxes' slopes are noise)."""
-    slopes = [b.angle for b in boxes if b.x1 - b.x0 >= 3 * b.text_height]
-    skew = median(slopes) if slopes else 0.0
-    if abs(skew) < _LEVEL:
-        return list(boxes)
-    return [_turned(box, skew) for box in boxes]
-
-
-def _turned(box: TextBox, skew: float) -> TextBox:
-    """``box`` turned by ``-skew``: its centre moved, its size its length and text height."""
-    cos, sin = math.cos(skew), math.sin(skew)
-    cx, cy = (box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2
-    height = box.text_height
-    # The bounding box of a w x h rectangle turned by a is (w cos + h sin) wide.
-    width = max(height, (box.x1 - box.x0 - height * abs(sin)) / cos)
-    x, y = cx * cos + cy * sin, cy * cos - cx * sin
-    return TextBox(
-        x - width / 2,
-        y - height / 2,
-        x + width / 2,
-        y + height / 2,
-        box.text,
-        box.score,
-        height,
-        box.angle - skew,
-        box.kind,
-        box.detected,
-    )

@@ -111,6 +111,7 @@ class OpenAIEngine:
         progress_after_s: float = 5.0,
         progress_every_s: float = 15.0,
         breaker: BreakerPolicy | None = None,
+        logprobs: bool = False,
     ) -> None:
         if not servers:
             raise EngineError("no server given; pass --server http://host:port/v1")
@@ -119,6 +120,7 @@ class OpenAIEngine:
         self.model = model
         self.image_encoding = image_encoding
         self.request_timeout_s = request_timeout_s
+        self.logprobs = logprobs  # ask for token logprobs (``--logprobs``)
         self.poll_interval_s = poll_interval_s
         self.unhealthy_after = unhealthy_after
         self._progress = (progress_after_s, progress_every_s)
@@ -379,7 +381,7 @@ class OpenAIEngine:
 
     def _encode(self, request: PageRequest, max_model_len: int | None = None) -> bytes:
         """The request body as JSON bytes (``completions.request_body``)."""
-        return request_body(request, self.model, max_model_len)
+        return request_body(request, self.model, max_model_len, logprobs=self.logprobs)
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Per-replica state for logs and status."""

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ocrflow.engines.geometry import Quads
+from ocrflow.engines.runtime import attach
 from ocrflow.errors import EngineError
 
 
@@ -23,10 +24,20 @@ class PpocrModels:
     recognizer: Any
 
     @classmethod
-    def load(cls, *, threads: int, det_side: int, rec_batch: int, cls_batch: int) -> PpocrModels:
-        """Build the models from the wheel's own files, ``threads`` ONNX Runtime threads per
-        call, the detector's input at most ``det_side`` px, ``rec_batch`` and ``cls_batch``
-        lines per recogniser and classifier call; raise ``EngineError`` if they are absent."""
+    def load(
+        cls,
+        *,
+        threads: int,
+        det_side: int,
+        rec_batch: int,
+        cls_batch: int,
+        backend: str = "onnxruntime",
+        streams: int = 1,
+    ) -> PpocrModels:
+        """Build the models from the wheel's own files, run by ``backend`` (``runtime.py``)
+        with ``threads`` threads a call and ``streams`` calls at once, the detector's input
+        at most ``det_side`` px, ``rec_batch`` and ``cls_batch`` lines per recogniser and
+        classifier call; raise ``EngineError`` if they are absent."""
         try:
             from rapidocr import RapidOCR
         except ImportError as exc:
@@ -39,9 +50,8 @@ class PpocrModels:
             ocr = RapidOCR(params=params)
             # rapidocr's loaders build each wrapper; we call the steps one by one.
             models = cls(ocr._load_det_model(), ocr._load_cls_model(), ocr._load_rec_model())
-            if threads > 1:
-                for wrapper, task in zip(models.wrappers(), ("det", "cls", "rec"), strict=True):
-                    wrapper.session.session = _ort_session(files[task], threads)
+            for wrapper, task in zip(models.wrappers(), ("det", "cls", "rec"), strict=True):
+                attach(wrapper, files[task], backend=backend, threads=threads, streams=streams)
         except Exception as exc:  # rapidocr and onnxruntime raise plain exceptions
             raise EngineError(f"cannot load the PP-OCR models: {last_line(exc)}") from exc
         return models
@@ -97,33 +107,12 @@ def bundled_model_files() -> dict[str, Path]:
     return {task: paths[0] for task, paths in found.items()}
 
 
-def _ort_session(path: Path, threads: int) -> Any:
-    """An ONNX Runtime session whose worker threads sleep between operators.
-
-    rapidocr's own sessions spin, which on a busy machine made two threads far slower than
-    one (a dense page: 5.2 s against 2.7 s); without spinning, two threads cost about the
-    same as one on a busy machine (3.0 s) and save about 40 % of the wall time on an idle one.
-    """
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
-    opts.enable_cpu_mem_arena = False
-    # Page sizes vary; cached memory patterns per input shape only pile up.
-    opts.enable_mem_pattern = False
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-
-
 def _rapidocr_params(
     models: dict[str, Path], det_side: int, rec_batch: int, cls_batch: int
 ) -> dict[str, Any]:
     return {
         "Global.log_level": "error",  # rapidocr logs every model it loads at INFO
-        # One thread here: with more, ``PpocrModels.load`` swaps in non-spinning sessions.
+        # One thread here: ``runtime.attach`` swaps in the sessions that need more.
         "EngineConfig.onnxruntime.intra_op_num_threads": 1,
         "EngineConfig.onnxruntime.inter_op_num_threads": 1,
         "Det.model_path": str(models["det"]),

@@ -173,9 +173,17 @@ class ManagedServers:
             ports = pick_free_ports(self.spec.host, len(devices))
         log_dir = Path(self.spec.log_dir or tempfile.mkdtemp(prefix="ocrflow-vllm-"))
         after_s, every_s = self.progress_s
-        notes = {"progress_after_s": after_s, "progress_every_s": every_s}
         return [
-            ManagedServer(i, self.spec, port, log_dir / f"vllm-{i}.log", dev, self._groups, **notes)
+            ManagedServer(
+                i,
+                self.spec,
+                port,
+                log_dir / f"vllm-{i}.log",
+                dev,
+                self._groups,
+                progress_after_s=after_s,
+                progress_every_s=every_s,
+            )
             for i, (port, dev) in enumerate(zip(ports, devices, strict=True))
         ]
 

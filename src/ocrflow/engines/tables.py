@@ -35,7 +35,8 @@ class Box(xycut.Box, Protocol):
     """What the table finder needs of a line box: the cut's box and its text
     (``layout.TextBox`` has it)."""
 
-    text: str
+    @property
+    def text(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,12 +2,20 @@
 
 1. **Page furniture.** A short band of lines at the very top (bottom) of the page, set
    apart from the body by a wider gap than paragraphs have, is the running header
-   (footer): it is read first (last), never in the middle of a column.
+   (footer): it is read first (last), never in the middle of a column. A one-line band
+   with a page number in it ("— 170 —", "xiv", "Seite 3") needs next to no gap: running
+   heads are often set closer to the body than paragraphs are apart. A band of many words
+   (a paragraph's first lines over a figure) and, without a page number, a band over
+   (under) less than a page of text (a poster's title and byline) are not furniture.
 2. **Sections.** The rest is cut into horizontal bands (no line crosses a gap between
    bands). Neighbouring bands that share a gutter, an empty vertical strip with text on
    both sides, belong to the same multi-column section, unless a gap of ``max_join``
    text heights (a figure) parts them; a full-width title or paragraph shares no gutter
-   and stands alone.
+   and stands alone. A short band across the columns that go on under it (the same
+   columns above and below, each column above ending in a full line, the band set in
+   from their left edge and in other type or narrower: a pull quote) does not cut them:
+   the columns are read down past it, and it becomes an ``INSERT`` region read after the
+   first column.
 3. **Columns.** A section is cut at every vertical gap of ``gutter`` text heights that no
    line crosses, and each column is cut again from step 2 (nested columns, side boxes).
 
@@ -22,6 +30,7 @@ functions, no I/O.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
@@ -29,12 +38,17 @@ from typing import Protocol, TypeVar
 
 
 class Box(Protocol):
-    """What the cut needs of a box (``layout.TextBox`` has it)."""
+    """What the cut needs of a box (``layout.TextBox`` has it). Read-only: a frozen
+    dataclass is one."""
 
-    x0: float
-    y0: float
-    x1: float
-    y1: float
+    @property
+    def x0(self) -> float: ...
+    @property
+    def y0(self) -> float: ...
+    @property
+    def x1(self) -> float: ...
+    @property
+    def y1(self) -> float: ...
 
     @property
     def text_height(self) -> float: ...
@@ -56,10 +70,32 @@ class CutOptions:
     furniture_gap: float = 1.2
     #: ... and lies within this share of the text's height from its top (bottom).
     furniture_zone: float = 0.1
+    #: A one-line band holding a page number needs only this gap: running heads are often
+    #: set closer to the body than paragraphs are apart, but a lone number says what they
+    #: are (the detector's padding can leave next to no gap at all).
+    folio_gap: float = 0.1
+    folio_height: float = 1.6
+    #: A running head is short: a band of more words is body text.
+    furniture_words: int = 15
+    #: Lines of text a page needs under (over) a head that has no page number in it.
+    furniture_body: int = 6
+    #: A band across the columns at most this tall, in type this ratio off the body's or
+    #: narrower than the columns, interrupting them (a pull quote), is read after the first.
+    insert_height: float = 6.0
+    insert_size: float = 1.2
+
+
+#: A page number as printed: "17", "— 170 —", "xiv", "Seite 3", "Page 3 of 12".
+_FOLIO = re.compile(
+    r"[-–—.\s]*((page|seite|p\.)\s*)?(\d{1,4}|[ivxlc]{1,6}|[IVXLC]{1,6})(\s*(of|/|von)\s*\d{1,4})?[-–—.\s]*",
+    re.IGNORECASE,
+)
 
 
 #: The role of a region: the running header, the body, or the running footer.
 HEADER, BODY, FOOTER = "header", "body", "footer"
+#: ... or a pull quote across the columns, read after the first one (``inserts.INSERT``).
+INSERT = "insert"
 
 
 def reading_regions(boxes: Sequence[B], options: CutOptions | None = None) -> list[list[B]]:
@@ -76,7 +112,8 @@ def labelled_regions(
     options = options or CutOptions()
     height = median(b.text_height for b in boxes)
     header, body, footer = _furniture(list(boxes), height, options)
-    regions = [(BODY, region) for region in _cut(body, height, options)] if body else []
+    cut = _cut(body, height, options) if body else []
+    regions = [(INSERT if isinstance(r, Insert) else BODY, list(r)) for r in cut]
     head = [(HEADER, header)] if header else []
     return head + regions + ([(FOOTER, footer)] if footer else [])
 
@@ -86,22 +123,50 @@ def _furniture(
 ) -> tuple[list[B], list[B], list[B]]:
     """Header band, body, footer band (either band may be empty)."""
     bands = _bands(boxes)
-    if len(bands) < 3:
+    if len(bands) < 2:
         return [], boxes, []
     top, bottom = min(b.y0 for b in boxes), max(b.y1 for b in boxes)
     zone = options.furniture_zone * (bottom - top)
-    header = _is_furniture(bands[0], bands[1], height, options) and _y1(bands[0]) - top <= zone
+    header = _is_furniture(bands[0], bands[1], bands[1:], height, options) and (
+        _y1(bands[0]) - top <= zone
+    )
     footer = (
-        _is_furniture(bands[-1], bands[-2], height, options) and bottom - _y0(bands[-1]) <= zone
+        len(bands) - header >= 2
+        and _is_furniture(bands[-1], bands[-2], bands[int(header) : -1], height, options)
+        and bottom - _y0(bands[-1]) <= zone
     )
     body = [b for band in bands[int(header) : len(bands) - int(footer)] for b in band]
     return (bands[0] if header else []), body, (bands[-1] if footer else [])
 
 
-def _is_furniture(band: list[B], neighbour: list[B], height: float, options: CutOptions) -> bool:
+def _is_furniture(
+    band: list[B], neighbour: list[B], rest: list[list[B]], height: float, options: CutOptions
+) -> bool:
+    """Whether ``band`` is a running head: a few words (``furniture_words``: more is a
+    paragraph's first or last lines), set off from the ``neighbour`` band by a paragraph
+    gap, or by next to none when it holds a page number. Without a page number, a head
+    also needs a page of text under (over) it (``furniture_body`` lines): on a poster or a
+    cover the band at the top is the title."""
     tall = _y1(band) - _y0(band)
     gap = max(_y0(band) - _y1(neighbour), _y0(neighbour) - _y1(band))
-    return tall <= options.furniture_height * height and gap >= options.furniture_gap * height
+    if tall > options.furniture_height * height or _words(band) > options.furniture_words:
+        return False
+    folio = _has_folio(band)
+    if gap >= options.furniture_gap * height:
+        return folio or sum(len(b) for b in rest) >= options.furniture_body
+    line = tall <= options.folio_height * height
+    return line and gap >= options.folio_gap * height and folio
+
+
+def _words(band: list[B]) -> int:
+    """Words of the band's text, 0 where the boxes carry none."""
+    return sum(len(getattr(b, "text", "").split()) for b in band)
+
+
+def _has_folio(band: list[B]) -> bool:
+    """Whether one of a few boxes of ``band`` is a page number alone."""
+    texts = [getattr(b, "text", "") for b in band]
+    return len(band) <= 3 and any(_FOLIO.fullmatch(t.strip()) for t in texts if t.strip())
 
 
 def _cut(boxes: list[B], height: float, options: CutOptions) -> list[list[B]]:
@@ -109,11 +174,75 @@ def _cut(boxes: list[B], height: float, options: CutOptions) -> list[list[B]]:
         return [boxes]
     sections = _sections(_bands(boxes), height, options)
     if len(sections) > 1:
-        return _join_plain([_cut(section, height, options) for section in sections])
+        parts, i = [], 0
+        while i < len(sections):
+            end = _insert_end(sections, i, height, options)
+            if end is None:
+                parts.append(_cut(sections[i], height, options))
+                i += 1
+            else:
+                insert = [b for section in sections[i + 1 : end] for b in section]
+                parts.append(_around(sections[i] + sections[end], insert, height, options))
+                i = end + 1
+        return _join_plain(parts)
     columns = _columns(boxes, options.gutter * height)
     if len(columns) > 1:
         return [region for column in columns for region in _cut(column, height, options)]
     return [sorted(boxes, key=lambda b: (b.y0, b.x0))]
+
+
+class Insert(list):  # of boxes of any box type (the cut is generic)
+    """A region set aside from the columns it interrupts (a pull quote across them)."""
+
+
+def _insert_end(sections: list[list[B]], i: int, height: float, options: CutOptions) -> int | None:
+    """Index of the section that goes on under a pull quote (one or more sections of
+    single lines) after ``sections[i]``, or None."""
+    for end in range(i + 2, min(len(sections), i + 5)):
+        insert = [b for section in sections[i + 1 : end] for b in section]
+        if _spans_columns(sections[i], insert, sections[end], height, options):
+            return end
+    return None
+
+
+def _spans_columns(
+    above: list[B], insert: list[B], below: list[B], height: float, options: CutOptions
+) -> bool:
+    """Whether ``insert`` is a short band across the columns of ``above`` and ``below`` that
+    go on under it: the same columns either side, every column of ``above`` ending in a
+    full line (its paragraph goes on), and the band set in, in other type or narrower."""
+    gutter = options.gutter * height
+    if _y1(insert) - _y0(insert) > options.insert_height * height:
+        return False
+    columns = _columns(above + below, gutter)
+    top = _columns(above, gutter)
+    if len(columns) < 2 or len(top) != len(columns) or len(_columns(below, gutter)) != len(columns):
+        return False
+    if not all(_ends_full(column, height) for column in top):
+        return False
+    size = median(b.text_height for b in insert)
+    other = not (height / options.insert_size < size < height * options.insert_size)
+    left, right = min(b.x0 for b in above + below), max(b.x1 for b in above + below)
+    narrower = _x1(insert) - _x0(insert) < 0.85 * (right - left)
+    # A heading across the columns starts at their left edge; a pull quote is set in.
+    inset = _x0(insert) - left > height
+    return inset and (other or narrower)
+
+
+def _ends_full(column: list[B], height: float) -> bool:
+    last = max(column, key=lambda b: b.y1)
+    return max(b.x1 for b in column) - last.x1 <= 2 * height
+
+
+def _around(
+    columns_boxes: list[B], insert: list[B], height: float, options: CutOptions
+) -> list[list[B]]:
+    """The columns read down past the insert, the insert after the first column."""
+    first, *rest = (
+        _cut(column, height, options) for column in _columns(columns_boxes, options.gutter * height)
+    )
+    aside = Insert(sorted(insert, key=lambda b: (b.y0, b.x0)))
+    return [*first, aside, *(region for column in rest for region in column)]
 
 
 def _join_plain(parts: list[list[list[B]]]) -> list[list[B]]:
@@ -196,6 +325,14 @@ def _columns(boxes: list[B], gutter: float) -> list[list[B]]:
         columns[-1].append(box)
         reach = max(reach, box.x1)
     return columns
+
+
+def _x0(band: list[B]) -> float:
+    return min(b.x0 for b in band)
+
+
+def _x1(band: list[B]) -> float:
+    return max(b.x1 for b in band)
 
 
 def _y0(band: list[B]) -> float:

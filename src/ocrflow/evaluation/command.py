@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ocrflow.errors import OcrflowError
+from ocrflow.errors import OcrflowError, require
+from ocrflow.observe.logs import Quiet, Verbose, configure_logging, verbosity
 
 if TYPE_CHECKING:
     from ocrflow.evaluation.evaluate import RunEvaluation
@@ -21,6 +22,7 @@ USAGE_ERROR = 2
 def _evaluate(locations: list[str], tests_file: Path | None, truth: Path | None) -> list:
     # Imported here: every `ocrflow` command loads this module, and only eval needs
     # rapidfuzz and the checks (a GPU host running `ocrflow run` may not have them).
+    require("rapidfuzz", extra="eval", feature="ocrflow eval")
     from ocrflow.evaluation.bench import load_tests
     from ocrflow.evaluation.documents import load_run
     from ocrflow.evaluation.evaluate import evaluate_run
@@ -46,8 +48,11 @@ def eval_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="One JSON object with per-test results.")
     ] = False,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Score a run: olmOCR-bench unit tests (--tests) and CER / word F1 (--truth)."""
+    configure_logging(verbosity(verbose, quiet))
     console = Console(stderr=True)
     if tests is None and truth is None:
         console.print("[red]error:[/] give --tests FILE.jsonl and/or --truth DIR")

@@ -72,8 +72,9 @@ def _place_cells(rows: list[list[CellSpec]]) -> tuple[list[list[Cell | None]], d
         queue = list(specs)
         col = 0
         while queue or col < len(pending):
-            if col < len(pending) and pending[col] is not None:
-                owner, left = pending[col]  # type: ignore[misc]
+            running = pending[col] if col < len(pending) else None
+            if running is not None:
+                owner, left = running
                 row.append(owner)
                 pending[col] = (owner, left - 1) if left > 1 else None
                 col += 1

@@ -48,7 +48,7 @@ class Interrupts:
         self.signum: int | None = None
         self._previous: dict[int, Any] = {}
         self._timer: threading.Timer | None = None
-        self._cancel: Callable[[], None] | None = None
+        self._cancel: Callable[[], object] | None = None
 
     @property
     def exit_code(self) -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ocrflow.config import RunConfig
 from ocrflow.errors import SourceError
 from ocrflow.executors.pipeline_setup import page_budget
-from ocrflow.inputs.dataset_rows import RowFetcher
+from ocrflow.inputs.copies import RowFetcher
 from ocrflow.observe.runstats import RunStats
 from ocrflow.pipeline.documents import (
     CHUNK_PAGES,

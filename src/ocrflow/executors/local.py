@@ -15,7 +15,6 @@ from ocrflow.inputs.source import Source
 from ocrflow.observe.metrics import Metrics
 from ocrflow.observe.runstats import RunStats
 from ocrflow.pipeline.documents import Progress
-from ocrflow.sinks.dataset_writeback import write_back_datasets
 from ocrflow.storage.names import unique_names
 from ocrflow.storage.open import open_store
 from ocrflow.workspace.state import Workspace, store_call
@@ -95,6 +94,10 @@ async def run_local(
     workspace, _ = plan_run(config, sources, skipped=skipped)
     stats = await work(config, workspace, options=worker, progress=progress, metrics=metrics)
     stats.files_skipped = skipped
-    # Dataset inputs with ``--format parquet``: the input rows again, with their Markdown.
-    await store_call(write_back_datasets, config, workspace)
+    if "parquet" in config.out.formats:
+        # Dataset inputs: the input rows again, with their Markdown. Imported here, as
+        # pyarrow is the parquet extra's.
+        from ocrflow.sinks.dataset_writeback import write_back_datasets
+
+        await store_call(write_back_datasets, config, workspace)
     return stats

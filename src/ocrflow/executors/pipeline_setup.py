@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from ocrflow.config import EngineOptions, RunConfig
 from ocrflow.engines.factory import build_engine
+from ocrflow.inputs.source import Source
 from ocrflow.pipeline.documents import CHUNK_PAGES, DocumentPipeline, PageBudget, Progress
 from ocrflow.readers.plain import PageReader, PlainReader
 from ocrflow.readers.session import EngineSession
 from ocrflow.render.pool import RenderPool
 from ocrflow.sinks import Outputs
+from ocrflow.types import DocumentResult, PageResult
 from ocrflow.workspace.state import Workspace
 
 
@@ -20,21 +22,25 @@ class FanOut:
     def __init__(self, *listeners: Progress) -> None:
         self.listeners = listeners
 
-    def document_started(self, source, pages):  # type: ignore[no-untyped-def]
+    def document_started(self, source: Source, pages: int) -> None:
         for listener in self.listeners:
             listener.document_started(source, pages)
 
-    def pages_finished(self, results):  # type: ignore[no-untyped-def]
+    def pages_finished(self, results: list[PageResult]) -> None:
         for listener in self.listeners:
             listener.pages_finished(results)
 
-    def document_finished(self, source, result, skipped):  # type: ignore[no-untyped-def]
+    def document_finished(self, source: Source, result: DocumentResult, skipped: bool) -> None:
         for listener in self.listeners:
             listener.document_finished(source, result, skipped)
 
 
-def build_reader(config: RunConfig, session: EngineSession) -> PageReader:
-    """The page reader for the engine: plain text, or a recipe with retries and fallbacks."""
+def build_reader(
+    config: RunConfig, session: EngineSession, workspace: Workspace | None = None
+) -> PageReader:
+    """The page reader for the engine: plain text, or a recipe with retries and fallbacks.
+    With a ``workspace``, a multi-step recipe's finished steps are checkpointed there, so a
+    resumed run does not ask them again."""
     if session.recipe is None:
         return PlainReader(session.engine)
     from ocrflow.readers.policy import AttemptPolicy, TransportPolicy
@@ -47,7 +53,7 @@ def build_reader(config: RunConfig, session: EngineSession) -> PageReader:
     )
     return VlmReader(
         session.engine,
-        session.recipe,  # type: ignore[arg-type]
+        session.recipe,
         transport=TransportPolicy(
             page_deadline_s=options.page_deadline_s, request_timeout_s=options.request_timeout_s
         ),
@@ -55,6 +61,7 @@ def build_reader(config: RunConfig, session: EngineSession) -> PageReader:
         fallback_engine=lambda: build_engine(EngineOptions(kind="embedded")),
         second_pass=second_pass,
         first_pass_dim=page_dim(config, session) if second_pass else None,
+        steps=workspace,
     )
 
 
@@ -114,12 +121,7 @@ def build_pipeline(
         pool=pool,
         reader=reader,
         workspace=workspace,
-        outputs=Outputs(
-            config.out.formats,
-            workspace.store,
-            owner,
-            page_separator=config.out.page_separator,
-        ),
+        outputs=Outputs(config.out, workspace.store, owner),
         budget=PageBudget(page_budget(config)),
         progress=FanOut(*listeners) if len(listeners) > 1 else listeners[0],
         fingerprint=fingerprint,

@@ -8,7 +8,7 @@ import functools
 import signal
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 
@@ -27,6 +27,8 @@ from ocrflow.observe.runstats import RunStats
 from ocrflow.storage.open import open_store
 from ocrflow.workspace.state import Workspace
 from ocrflow.workspace.workitems import Manifest
+
+_Result = TypeVar("_Result")
 
 
 @dataclass(frozen=True)
@@ -191,12 +193,12 @@ def _planned(config: RunConfig, shard: Shard | None) -> int:
     return sum(1 for item in items if shard is None or shard.holds(item))
 
 
-def run_until_signal(work: Coroutine[Any, Any, RunStats]) -> RunStats:
+def run_until_signal(work: Coroutine[Any, Any, _Result]) -> _Result:
     """Run ``work``; SIGTERM cancels it like Ctrl-C does, so every child is stopped. Under
     ``Interrupts`` (``ocrflow run``, ``worker``, ``retry``), a signal cancels it and the
     process ends at once if it has not stopped within a few seconds."""
 
-    async def main() -> RunStats:
+    async def main() -> _Result:
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 from ocrflow.config import EngineOptions, RunConfig
-from ocrflow.errors import ConfigError
+from ocrflow.errors import ConfigError, require
 from ocrflow.sinks import validate_formats
 from ocrflow.storage.names import shown
 
@@ -19,7 +19,14 @@ def check_before_start(config: RunConfig) -> None:
     """``ConfigError`` naming the flag when the run could not convert a page as asked."""
     validate_formats(config.out.formats)  # the sinks know which formats exist
     check_tesseract_languages(config.engine)
+    check_embedded_backend(config.engine)
     check_describe_stage(config)
+
+
+def check_embedded_backend(engine: EngineOptions) -> None:
+    """``--embedded-backend openvino`` needs the ``openvino`` extra."""
+    if engine.kind == "embedded" and engine.backend == "openvino":
+        require("openvino", extra="openvino", feature="--embedded-backend openvino")
 
 
 def check_tesseract_languages(engine: EngineOptions, command: str = "tesseract") -> None:

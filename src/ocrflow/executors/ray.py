@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ocrflow.config import RunConfig
-from ocrflow.errors import ConfigError
+from ocrflow.errors import require
 from ocrflow.executors.item_loop import WorkerOptions
 from ocrflow.executors.local import plan_run
 from ocrflow.executors.worker import work
@@ -70,10 +70,9 @@ def run_ray(
     actors: int = 2,
 ) -> RunStats:
     """Run ``config`` over a Ray cluster (started locally when ``address`` is ``None``)."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise ConfigError("--executor ray needs Ray: pip install 'ocrflow[ray]'") from exc
+    require("ray", extra="ray", feature="--executor ray")
+    import ray
+
     if sources is not None:
         workspace, _ = plan_run(config, sources)
     else:

@@ -25,7 +25,6 @@ from ocrflow.observe.runstats import RunStats
 from ocrflow.pipeline.documents import Progress
 from ocrflow.readers.session import EngineSession, open_engine
 from ocrflow.render.pool import RenderPool
-from ocrflow.sinks.parquet import finalize_shards
 from ocrflow.workspace.records import RunRecord
 from ocrflow.workspace.state import Workspace, store_call
 from ocrflow.workspace.workitems import Manifest
@@ -73,15 +72,15 @@ async def work(
         ):
             if metrics is not None and lent.session is None:  # a lent one is the lender's
                 session = dataclasses.replace(session, engine=metrics.instrument(session.engine))
-            reader = build_reader(config, session)
-            listeners = [x for x in (stats, progress, metrics) if x is not None]
+            reader = build_reader(config, session, workspace)
+            listeners: list[Progress] = [x for x in (stats, progress, metrics) if x is not None]
             pipeline = build_pipeline(
                 config,
                 workspace,
                 session,
                 reader,
                 pool=pool,
-                listeners=listeners,  # type: ignore[arg-type]
+                listeners=listeners,
                 owner=owner,
                 fingerprint=fingerprint,
             )
@@ -144,6 +143,8 @@ def _finalize_shards(workspace: Workspace) -> None:
     row is dropped only when a newer row of its id exists, and shards are never appended to.
     Dropping rows without a done marker waits until every item is done, because a worker's
     shard is on disk a moment before its done markers."""
+    from ocrflow.sinks.parquet import finalize_shards  # pyarrow: only with --format parquet
+
     manifest = Manifest(workspace.store)
     done = manifest.done_item_ids()
     finished = all(i.item_id in done for i in (*manifest.items(), *manifest.all_ranges()))

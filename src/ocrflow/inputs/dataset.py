@@ -5,6 +5,7 @@ and ``path``) or raw bytes of a PDF or image (a binary column). Rows stream in r
 (``ParquetFile.iter_batches``, the Arrow IPC stream reader for ``save_to_disk`` shards): memory
 holds one batch, whatever the dataset's size. The ``datasets`` library is not needed.
 
+Recognising a dataset (``dataset_files``) needs no pyarrow; reading its rows does.
 The write-back of the rows with ``markdown`` and ``ocr_status`` added is
 ``sinks/dataset_writeback.py``.
 """
@@ -13,40 +14,32 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
-from fsspec import AbstractFileSystem
-from fsspec.implementations.local import LocalFileSystem
 
 from ocrflow.config.access import AccessPolicy, read_capped
 from ocrflow.errors import ConfigError, SourceError
+from ocrflow.inputs.dataset_files import (
+    DatasetFiles,
+    dataset_files,
+    is_local,
+)
 from ocrflow.inputs.source import RowRef, Source, row_uri, sniff_kind
 from ocrflow.storage.shards import (
     release_arrow_memory_promptly,
 )
 from ocrflow.types import Reason
 
-DatasetFormat = Literal["parquet", "arrow"]
-
-
 RowKind = Literal["image", "pdf", "missing"]
 
 
-_SIDECARS = (".json", ".md", ".txt", ".gitattributes", ".lock", ".crc")
-
-
 HF_METADATA_KEY = b"huggingface"
-
-
-ROW_COPY_PREFIX = ".ocrflow-row-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,82 +58,6 @@ class DatasetRow:
     shard: str
     index: int
     columns: dict[str, Any] = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class DatasetFiles:
-    """The shard files of a dataset input, in order, and the policy its rows are read
-    under (what files a row may name)."""
-
-    fs: AbstractFileSystem
-    root: str
-    format: DatasetFormat
-    paths: list[str]
-    access: AccessPolicy = field(default_factory=AccessPolicy)
-
-
-# -- recognising -------------------------------------------------------------------------
-def _fs(location: str, access: AccessPolicy) -> tuple[AbstractFileSystem, str]:
-    fs, path = fsspec.core.url_to_fs(location, **access.storage_options(location))
-    return fs, path
-
-
-def is_dataset_input(location: str, access: AccessPolicy | None = None) -> bool:
-    """A ``.parquet`` file or glob, a folder of Parquet files, or a ``save_to_disk`` folder."""
-    from ocrflow.storage.fsspec_store import backend_errors
-
-    try:
-        return _find_files(location, access or AccessPolicy()) is not None
-    # ImportError: no backend; a client's error (no credentials, no endpoint): expanding the
-    # input as files says so
-    except (OSError, ValueError, ImportError, *backend_errors()):
-        return False
-
-
-def _find_files(location: str, access: AccessPolicy) -> DatasetFiles | None:
-    fs, path = _fs(location, access)
-    if any(ch in path for ch in "*?["):
-        matches = sorted(p for p in fs.glob(path) if p.endswith(".parquet"))
-        root = posixpath.dirname(path)
-        return DatasetFiles(fs, root, "parquet", matches, access) if matches else None
-    if path.endswith(".parquet") and fs.isfile(path):
-        return DatasetFiles(fs, posixpath.dirname(path), "parquet", [path], access)
-    if not fs.isdir(path):
-        return None
-    if fs.isfile(posixpath.join(path, "state.json")) and fs.isfile(
-        posixpath.join(path, "dataset_info.json")
-    ):
-        return _saved_dataset(fs, path, access)
-    files = [p for p in fs.find(path) if not posixpath.basename(p).startswith(".")]
-    parquet = sorted(p for p in files if p.endswith(".parquet"))
-    others = [p for p in files if not p.endswith((".parquet", *_SIDECARS))]
-    return DatasetFiles(fs, path, "parquet", parquet, access) if parquet and not others else None
-
-
-def _saved_dataset(fs: AbstractFileSystem, path: str, access: AccessPolicy) -> DatasetFiles:
-    with fs.open(posixpath.join(path, "state.json"), "rb") as handle:
-        state = json.load(handle)
-    names = [entry["filename"] for entry in state.get("_data_files", [])]
-    return DatasetFiles(fs, path, "arrow", [posixpath.join(path, n) for n in names], access)
-
-
-def dataset_files(location: str, access: AccessPolicy | None = None) -> DatasetFiles:
-    """The dataset's shard files; ``SourceError`` when ``location`` is not a dataset, or
-    when a restricted ``access`` does not allow one of its shards (a link out)."""
-    found = _find_files(location, access or AccessPolicy())
-    if found is None or not found.paths:
-        raise SourceError(f"{location}: not a Parquet dataset or a save_to_disk folder")
-    if found.access.restricted:
-        for path in found.paths:
-            if _is_local(found):
-                found.access.check_local_file(path, capped=False)
-            else:
-                found.access.check_uri(found.fs.unstrip_protocol(path))
-    return found
-
-
-def _is_local(files: DatasetFiles) -> bool:
-    return isinstance(files.fs, LocalFileSystem)
 
 
 @contextlib.contextmanager
@@ -334,7 +251,7 @@ def document_bytes(files: DatasetFiles, shard: str, value: Any) -> bytes:
 def _row_file(files: DatasetFiles, shard: str, path: str) -> bytes:
     """The file a row names (relative: to its shard's folder), as the policy allows it:
     regular files only, at most the policy's cap read; ``b""`` when it cannot be read."""
-    access, local = files.access, _is_local(files)
+    access, local = files.access, is_local(files)
     folder = posixpath.join(files.root, posixpath.dirname(shard))
     dataset = files.root if local else files.fs.unstrip_protocol(files.root)
     target = access.check_row_path(

@@ -1,16 +1,13 @@
 """Reading a dataset's rows again by reference, in input order: ``RowCursor`` walks the
-rows forward one record batch at a time (the write-back's order), and ``RowFetcher`` gets
+rows forward one record batch at a time (the write-back's order), and ``fetch_row`` gets
 one row's document bytes for a worker that was handed a row reference
-(``<dataset>#row=<shard>:<index>``). Memory holds one batch, whatever the dataset's size.
+(``<dataset>#row=<shard>:<index>``, through ``inputs.copies.RowFetcher``). Memory holds one
+batch, whatever the dataset's size.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import posixpath
-import tempfile
-import threading
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -19,15 +16,13 @@ import pyarrow.parquet as pq
 from ocrflow.config.access import AccessPolicy
 from ocrflow.errors import ConfigError, SourceError
 from ocrflow.inputs.dataset import (
-    ROW_COPY_PREFIX,
-    DatasetFiles,
     choose_column,
-    dataset_files,
     dataset_schema,
     document_bytes,
     record_batches,
 )
-from ocrflow.inputs.source import RowRef, parse_row_uri
+from ocrflow.inputs.dataset_files import DatasetFiles, dataset_files
+from ocrflow.inputs.source import RowRef
 from ocrflow.storage.shards import (
     release_arrow_memory_promptly,
 )
@@ -102,50 +97,20 @@ class RowCursor:
             )
 
 
-class RowFetcher:
-    """A worker's local copies of its documents: a dataset row is written to a temporary
-    file from a ``RowCursor`` (one per dataset, kept across documents); anything else goes
-    to ``remote.local_copy``. Thread-safe (documents are fetched from worker threads)."""
+def open_cursor(location: str, column: str | None, access: AccessPolicy) -> RowCursor:
+    """A cursor over the document column of the dataset at ``location`` (``column``, or
+    the one column that holds documents)."""
+    files = dataset_files(location, access)
+    return RowCursor(files, choose_column(dataset_schema(files), column))
 
-    def __init__(self, column: str | None = None, access: AccessPolicy | None = None) -> None:
-        self.column = column
-        #: Checked again at each read: a link may have changed since the run was planned.
-        self.access = access or AccessPolicy()
-        self._cursors: dict[str, RowCursor] = {}
-        self._lock = threading.Lock()
 
-    @contextlib.contextmanager
-    def local_copy(self, uri: str) -> Iterator[str]:
-        """A local path holding ``uri``'s bytes, removed on exit when it is a copy."""
-        ref = parse_row_uri(uri)
-        if ref is None:
-            from ocrflow.inputs.remote import local_copy
-
-            with local_copy(uri, access=self.access) as path:
-                yield path
-            return
-        data = self.fetch(ref)
-        fd, tmp = tempfile.mkstemp(prefix=ROW_COPY_PREFIX)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            del data
-            yield tmp
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-
-    def fetch(self, ref: RowRef) -> bytes:
-        """The bytes of the row ``ref`` names; ``SourceError`` when it cannot be read."""
-        with self._lock:
-            try:
-                return self._cursor(ref.location).fetch(ref.shard, ref.index)
-            except (OSError, pa.ArrowException, ConfigError) as exc:
-                raise SourceError(f"cannot read row {ref.index} of {ref.shard}: {exc}") from exc
-
-    def _cursor(self, location: str) -> RowCursor:
-        if location not in self._cursors:
-            files = dataset_files(location, self.access)
-            column = choose_column(dataset_schema(files), self.column)
-            self._cursors[location] = RowCursor(files, column)
-        return self._cursors[location]
+def fetch_row(cursors: dict[str, RowCursor], ref: RowRef, column: str | None,
+              access: AccessPolicy) -> bytes:  # fmt: skip
+    """The bytes of the row ``ref`` names, through the cursor of its dataset in ``cursors``
+    (opened and kept there on first use); ``SourceError`` when it cannot be read."""
+    try:
+        if ref.location not in cursors:
+            cursors[ref.location] = open_cursor(ref.location, column, access)
+        return cursors[ref.location].fetch(ref.shard, ref.index)
+    except (OSError, pa.ArrowException, ConfigError) as exc:
+        raise SourceError(f"cannot read row {ref.index} of {ref.shard}: {exc}") from exc

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ocrflow.config.access import AccessPolicy, AccessRefused, is_url
-from ocrflow.errors import SourceError
+from ocrflow.errors import SourceError, require
 from ocrflow.inputs.globs import glob_root, glob_without_links
 from ocrflow.inputs.skips import Skipped, SkipReason
 from ocrflow.inputs.source import DOCUMENT_SUFFIXES, SNIFF_BYTES, Source, sniff_kind
@@ -95,12 +95,15 @@ def refusal(kind: str) -> tuple[str, str] | None:
 
 
 def _expand_input(item: str, options: InputOptions | None, ctx: _Expansion) -> Iterator[Source]:
-    from ocrflow.inputs.dataset import is_dataset_input, iter_row_sources
+    from ocrflow.inputs.dataset_files import is_dataset_input
 
     access = ctx.access
     if access.restricted and not item.startswith("@"):
         item = access.check_uri(item)  # again when planning: a link may have changed since
     if not item.startswith("@") and is_dataset_input(item, access):
+        require("pyarrow", extra="parquet", feature=f"the dataset input {shown(item)}")
+        from ocrflow.inputs.dataset import iter_row_sources
+
         column = options.dataset_column if options else None
         id_column = options.dataset_id_column if options else None
         yield from iter_row_sources(item, column=column, id_column=id_column, access=access)

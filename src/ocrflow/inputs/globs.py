@@ -10,10 +10,12 @@ from pathlib import Path
 
 
 def glob_root(pattern: str) -> str:
-    """The folder a pattern's fixed part names (``.`` when its first part is a wildcard)."""
-    parts = Path(pattern).parts
-    fixed = [p for p in parts[: next(i for i, p in enumerate(parts) if glob.has_magic(p))]]
-    return str(Path(*fixed)) if fixed else "."
+    """The fixed part of a ``/``-separated pattern, before its first part with a wildcard:
+    a local folder, or an object store's prefix (``fs.glob``'s patterns, protocol stripped),
+    written as given; ``.`` when the first part has a wildcard, ``/`` for ``/*.pdf``."""
+    parts = pattern.split("/")
+    fixed = "/".join(parts[: next(i for i, p in enumerate(parts) if glob.has_magic(p))])
+    return fixed or ("/" if pattern.startswith("/") else ".")
 
 
 def glob_without_links(pattern: str) -> list[str]:
@@ -22,7 +24,7 @@ def glob_without_links(pattern: str) -> list[str]:
     folder, and loops) and without hidden names."""
     parts = Path(pattern).parts
     wanted = parts[next(i for i, p in enumerate(parts) if glob.has_magic(p)) :]
-    root = glob_root(pattern)
+    root = str(Path(glob_root(pattern)))  # a local path: ``./a//b`` as ``a/b``
     depth = None if "**" in wanted else len(wanted)
     matches: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):

@@ -23,6 +23,7 @@ from fsspec.spec import AbstractFileSystem
 
 from ocrflow.config.access import AccessPolicy, check_size
 from ocrflow.errors import SourceError
+from ocrflow.inputs.globs import glob_root
 from ocrflow.inputs.source import DOCUMENT_SUFFIXES, SNIFF_BYTES, Source, sniff_kind
 from ocrflow.storage.fsspec_store import (
     backend_errors,
@@ -135,7 +136,7 @@ def _glob_entries(fs: AbstractFileSystem, pattern: str, url: str) -> list[_Entry
     matches = fs.glob(pattern, detail=True)
     if not matches:
         raise SourceError(f"no object matches {redact_url(url)}")
-    root = _glob_root(pattern)
+    root = glob_root(pattern)
     # ``**`` matches folders and the objects in them: keep each object once, and take every
     # rel against the pattern's fixed part so two matched folders cannot collide.
     entries: dict[str, _Entry] = {}
@@ -179,12 +180,6 @@ def _sniff_batch(fs: AbstractFileSystem, entries: list[_Entry]) -> list[str]:
 def _batches(items: Sequence[_Entry], size: int) -> Iterator[list[_Entry]]:
     for start in range(0, len(items), size):
         yield list(items[start : start + size])
-
-
-def _glob_root(pattern: str) -> str:
-    parts = pattern.split("/")
-    fixed = parts[: next(i for i, p in enumerate(parts) if glob.has_magic(p))]
-    return "/".join(fixed)
 
 
 def _hidden(rel: str) -> bool:

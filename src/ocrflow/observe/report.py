@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ocrflow.observe.confidence_spread import spread_rows
 from ocrflow.observe.runstats import RunStats
 
 
@@ -66,6 +67,8 @@ def print_status(report: dict[str, Any]) -> None:
         table.add_row("last run pages/s", str(last.get("pages_per_s")))
         if last.get("tokens_out"):
             table.add_row("last run tokens out/s", str(last.get("tokens_out_per_s")))
+    for what, count in spread_rows(report):
+        table.add_row(what, count)
     if report["tokens"]["out"]:
         table.add_row("tokens in / out", f"{report['tokens']['in']} / {report['tokens']['out']}")
     table.add_row("active leases", str(len(report["active_leases"])))

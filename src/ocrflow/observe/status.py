@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from ocrflow.inputs.skips import load_skipped
+from ocrflow.observe.confidence_spread import ConfidenceSpread
 from ocrflow.types import DocStatus
 from ocrflow.workspace.leases import LeaseManager
 from ocrflow.workspace.records import DoneRecord, RunRecord
@@ -36,7 +37,8 @@ def _documents(workspace: Workspace, records: list[DoneRecord]) -> Counter[str]:
 
 
 def collect_status(workspace: Workspace, *, gpu_hour_cost: float | None = None) -> dict[str, Any]:
-    """One JSON-ready object: ``documents``, ``pages``, ``failures``, ``runs``, ``last_run``,
+    """One JSON-ready object: ``documents``, ``pages``, ``routes``, ``confidence`` (pages by
+    confidence bucket, ``observe.confidence_spread``), ``failures``, ``runs``, ``last_run``,
     ``files_skipped`` (what the latest planning's walks left out, by reason)."""
     records = workspace.done_records()
     runs = workspace.run_records()
@@ -45,7 +47,9 @@ def collect_status(workspace: Workspace, *, gpu_hour_cost: float | None = None) 
     pages: Counter[str] = Counter()
     routes: Counter[str] = Counter()
     tokens_in = tokens_out = 0
+    spread = ConfidenceSpread()
     for record in records:
+        spread.add(record)
         for page in record.pages:
             pages[page.status] += 1
             routes[page.route] += 1
@@ -63,6 +67,8 @@ def collect_status(workspace: Workspace, *, gpu_hour_cost: float | None = None) 
         "pages": dict(pages),
         "routes": dict(routes),
         "tokens": {"in": tokens_in, "out": tokens_out},
+        # Pages by confidence (``document.confidence``): counts, shares, the worst few.
+        "confidence": spread.summary(),
         "failures": failures,
         "failures_by_reason": dict(Counter(f["reason"] for f in failures)),
         "runs": len(runs),

@@ -21,6 +21,7 @@ from pydantic import SecretStr
 
 from ocrflow.config import OutputOptions, PassOptions, RenderOptions, RouteOptions
 from ocrflow.config.pagespec import select_pages
+from ocrflow.document.running_heads import label_running_heads
 from ocrflow.inputs.expand import refusal
 from ocrflow.inputs.source import Source
 from ocrflow.pipeline.route import route_page, settled_page
@@ -28,7 +29,7 @@ from ocrflow.readers.markdown_clean import clean_page, recipe_prompts
 from ocrflow.readers.plain import PageReader
 from ocrflow.render.jobs import PageJob, ProbeJob, RenderedPage, RenderSpec
 from ocrflow.render.pool import RenderPool
-from ocrflow.sinks import DocumentMeta, FinishedDocument, Outputs
+from ocrflow.sinks import DocumentMeta, FinishedDocument, OriginalFile, Outputs
 from ocrflow.storage.names import local_path
 from ocrflow.types import (
     DocStatus,
@@ -240,7 +241,9 @@ class DocumentPipeline:
             max_fallback_rate=self.max_page_error_rate,
         )
         self._pending[job.doc_id] = PendingCommit(job, result, then)
-        durable = await store_call(self.outputs.write, FinishedDocument(result, self._meta(job)))
+        original = OriginalFile(job.local_path, job.source.kind, opened.password)
+        finished = FinishedDocument(result, self._meta(job), original)
+        durable = await store_call(self.outputs.write, finished)
         if flush:
             durable += await store_call(self.outputs.flush)
         await self._commit_durable(durable)
@@ -334,7 +337,9 @@ def assemble_document(
     ``max_fallback_rate`` of them fell back (kept, marked, retried by ``ocrflow retry``);
     failed: no page converted.
     """
-    ordered = tuple(sorted(pages, key=lambda p: p.page))
+    # Running heads are only told apart from body text across pages (running_heads.py):
+    # here, once every route has given its pages and before any sink writes them.
+    ordered = label_running_heads(sorted(pages, key=lambda p: p.page))
     failed = [p for p in ordered if p.status is PageStatus.FAILED]
     fallbacks = [p for p in ordered if p.route is Route.FALLBACK and p.status is PageStatus.OK]
     if failed and len(failed) == len(ordered):

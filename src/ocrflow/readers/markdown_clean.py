@@ -10,11 +10,11 @@ See docs/markdown-clean.md for what each rule does and does not do.
 from __future__ import annotations
 
 import dataclasses
-import html
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from ocrflow.recipes.html_tables import TABLE, cell_text, has_spans, rebuild_table, table_rows
 from ocrflow.types import Block, PageResult, Route
 
 #: Cell contents that stand for "nothing here": model serialisation artefacts and dashes.
@@ -25,12 +25,7 @@ PLACEHOLDERS = frozenset(
 MAX_CITED = 20
 
 _FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M)
-_HTML_TABLE = re.compile(r"<table\b.*?</table\s*>", re.S | re.I)
 _PIPE_TABLE = re.compile(r"(?:^[ \t]*\|.*\|[ \t]*(?:\n|\Z))+", re.M)
-_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr\s*>", re.S | re.I)
-_CELL = re.compile(r"<(t[dh])\b([^>]*)>(.*?)</\1\s*>", re.S | re.I)
-_SPAN = re.compile(r"\b(?:row|col)span\s*=\s*[\"']?(?!1\b)\d", re.I)
-_TAGS = re.compile(r"<[^>]*>")
 _SEPARATOR_CELL = re.compile(r"^\s*:?-{1,}:?\s*$")
 _BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _HYPHEN_BREAK = re.compile(r"(?<![\w-])([^\W\d_]+)-[ \t]*\n[ \t]*([^\W\d_]+)")
@@ -137,7 +132,7 @@ def join_hyphenated(text: str) -> str:
     def rule(part: str) -> str:
         return _outside(_PIPE_TABLE, part, lambda p: _HYPHEN_BREAK.sub(join, p))
 
-    return _outside_code(text, lambda part: _outside(_HTML_TABLE, part, rule))
+    return _outside_code(text, lambda part: _outside(TABLE, part, rule))
 
 
 # -- citation markers --------------------------------------------------------------------------
@@ -215,7 +210,7 @@ def _echo_pattern(variant: str) -> re.Pattern[str]:
 # -- tables ------------------------------------------------------------------------------------
 def is_placeholder(cell: str) -> bool:
     """Whether a cell's text (tags and entities decoded) is empty or a placeholder."""
-    plain = html.unescape(_TAGS.sub("", cell)).replace("\xa0", " ").strip().strip("*_ ")
+    plain = cell_text(cell).strip("*_ ")
     return plain.lower() in PLACEHOLDERS
 
 
@@ -227,27 +222,23 @@ def drop_placeholder_tables(text: str) -> str:
     """
 
     def tables(part: str) -> str:
-        part = _HTML_TABLE.sub(lambda m: _clean_html_table(m.group(0)), part)
+        part = TABLE.sub(lambda m: _clean_html_table(m.group(0)), part)
         return _PIPE_TABLE.sub(lambda m: _clean_pipe_table(m.group(0)), part)
 
     return _outside_code(text, tables)
 
 
 def _clean_html_table(table: str) -> str:
-    rows = [_CELL.findall(row) for row in _ROW.findall(table)]
+    rows = table_rows(table)
     if not any(not is_placeholder(c[2]) for cells in rows for c in cells):
         return ""
     kept = [cells for cells in rows if any(not is_placeholder(c[2]) for c in cells)]
-    if not _SPAN.search(table):
+    if not has_spans(table):
         columns = _real_columns([[c[2] for c in cells] for cells in kept])
         kept = [[c for i, c in enumerate(cells) if i in columns] for cells in kept]
     if kept == rows:
         return table
-    body = "".join(
-        "<tr>" + "".join(f"<{t}{a}>{inner.strip()}</{t}>" for t, a, inner in cells) + "</tr>"
-        for cells in kept
-    )
-    return f"<table>{body}</table>"
+    return rebuild_table(kept)
 
 
 def _real_columns(rows: list[list[str]]) -> set[int]:

@@ -14,6 +14,10 @@ notes): read chosen regions again, and pages that miss a table again in the larg
 
 Both are recorded in the page's ``attributes["second_pass"]``: what was read again,
 accepted or not, and why. A failed second read never fails the page: the first read stays.
+
+They are the steps of a page (``readers/steps.py``): with a step checkpoint, the page's
+first read is kept once it parsed and each second read (``large``, ``roi<i>``) as it
+comes, so a run stopped midway does not ask them again.
 """
 
 from __future__ import annotations
@@ -27,13 +31,14 @@ from typing import Any
 
 from PIL import Image
 
-from ocrflow.errors import ConfigError, OcrflowError
-from ocrflow.recipes.base import ParsedPage
+from ocrflow.errors import ConfigError, EngineFailing, OcrflowError
+from ocrflow.readers.steps import PageSteps
+from ocrflow.recipes.base import ParsedPage, StepAnswer
 from ocrflow.recipes.deepseek import GRID, MODE_SIZES, DeepseekRecipe, split_regions
 from ocrflow.recipes.text import detect_repetition
 from ocrflow.render.jobs import decode_image, encode_image
 from ocrflow.render.rulings import find_rulings
-from ocrflow.types import EngineReply, PageImage, PageRequest
+from ocrflow.types import EngineReply, PageImage, PageKey, PageRequest
 
 HIRES_DIM = MODE_SIZES["large"]
 MIN_RATIO, MAX_RATIO, LENGTH_SLACK = 0.5, 2.0, 20
@@ -43,6 +48,8 @@ ROI_PAD = 0.01
 LABEL_ALIASES = {"figure": "image", "subtitle": "sub_title"}
 
 Ask = Callable[[PageRequest], Awaitable[EngineReply]]
+#: The page key of second passes run without a step checkpoint.
+_NO_KEY = PageKey("", 0)
 Region = tuple[str, str, str]
 
 _BOX = re.compile(r"\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,"
@@ -62,23 +69,39 @@ class SecondPass:
     retries_used: int = field(default=0)
 
     async def refine(
-        self, hires: PageImage, reply: EngineReply, parsed: ParsedPage, ask: Ask
+        self,
+        hires: PageImage,
+        reply: EngineReply,
+        parsed: ParsedPage,
+        ask: Ask,
+        steps: PageSteps | None = None,
     ) -> ParsedPage:
-        """``parsed`` improved by the second passes, with their record in its attributes."""
+        """``parsed`` improved by the second passes, with their record in its attributes.
+
+        With ``steps`` (the page's step checkpoint) each further read is checkpointed as
+        it comes (``large``, ``roi<i>``), and one a stopped run already made is not asked
+        again."""
+        steps = steps or PageSteps(None, _NO_KEY, None)
         record: dict[str, Any] = {}
         if self.retry_large_cap:
-            retried = await self._large_retry(hires, reply, ask, record)
+            retried = await self._large_retry(hires, reply, ask, record, steps)
             if retried is not None:
                 reply, parsed = retried
         if self.roi_labels:
-            parsed = await self._roi(hires, reply, parsed, ask, record)
+            parsed = await self._roi(hires, reply, parsed, ask, record, steps)
+        await steps.drain()
         if not record:
             return parsed
         return dataclasses.replace(parsed, attributes={**parsed.attributes, "second_pass": record})
 
     # -- large-mode retry ----------------------------------------------------------------
     async def _large_retry(
-        self, hires: PageImage, reply: EngineReply, ask: Ask, record: dict[str, Any]
+        self,
+        hires: PageImage,
+        reply: EngineReply,
+        ask: Ask,
+        record: dict[str, Any],
+        steps: PageSteps,
     ) -> tuple[EngineReply, ParsedPage] | None:
         labels = {label for label, _, _ in split_regions(reply.text)}
         missing = [label for label in self.required_labels if label not in labels]
@@ -89,14 +112,22 @@ class SecondPass:
             return None
         entry: dict[str, Any] = {"missing": missing, "dim": HIRES_DIM, "accepted": False}
         record["large_retry"] = entry
-        if self.retries_used >= self.retry_large_cap:
+        saved = steps.answers.get("large")
+        if saved is None and self.retries_used >= self.retry_large_cap:
             entry["reason"] = f"cap of {self.retry_large_cap} pages reached"
             return None
-        self.retries_used += 1
-        large = await asyncio.to_thread(_fit, picture, HIRES_DIM, hires.encoding)
         try:
-            new_reply = await ask(self.recipe.build_request(large, 0))
+            if saved is None:
+                self.retries_used += 1
+                large = await asyncio.to_thread(_fit, picture, HIRES_DIM, hires.encoding)
+                new_reply = await _asked(ask, self.recipe.build_request(large, 0), "large", steps)
+            elif saved.text is None:
+                raise OcrflowError(saved.reason)
+            else:
+                new_reply = EngineReply(saved.text, attributes={"resumed": True})
             new_parsed = self.recipe.parse(new_reply)
+        except EngineFailing:
+            raise
         except OcrflowError as exc:
             entry["reason"] = f"second read failed: {exc}"
             return None
@@ -116,6 +147,7 @@ class SecondPass:
         parsed: ParsedPage,
         ask: Ask,
         record: dict[str, Any],
+        steps: PageSteps,
     ) -> ParsedPage:
         regions = split_regions(reply.text)
         chosen = [i for i, r in enumerate(regions) if r[0] in self.roi_labels and _box(r[1])]
@@ -123,7 +155,10 @@ class SecondPass:
             return parsed
         picture = await asyncio.to_thread(decode_image, hires)
         reads = await asyncio.gather(
-            *(self._read_region(picture, hires.encoding, regions[i], ask) for i in chosen)
+            *(
+                self._read_region(picture, hires.encoding, regions[i], ask, (f"roi{i}", steps))
+                for i in chosen
+            )
         )
         entries, texts = [], list(regions)
         for i, (entry, text) in zip(chosen, reads, strict=True):
@@ -140,17 +175,32 @@ class SecondPass:
             return parsed
 
     async def _read_region(
-        self, picture: Image.Image, encoding: str, region: Region, ask: Ask
+        self,
+        picture: Image.Image,
+        encoding: str,
+        region: Region,
+        ask: Ask,
+        step: tuple[str, PageSteps],
     ) -> tuple[dict[str, Any], str | None]:
         """One region read again: its record, and its new text when accepted."""
         label, box_text, old = region
         entry: dict[str, Any] = {"label": label, "box": box_text.strip(), "accepted": False}
         box = _box(box_text)
         assert box is not None
-        crop = await asyncio.to_thread(_crop, picture, box, encoding)
+        key, steps = step
+        saved = steps.answers.get(key)
         free = dataclasses.replace(self.recipe, mode="free")
         try:
-            text = free.parse(await ask(free.build_request(crop, 0))).markdown
+            if saved is None:
+                crop = await asyncio.to_thread(_crop, picture, box, encoding)
+                reply = await _asked(ask, free.build_request(crop, 0), key, steps)
+            elif saved.text is None:
+                raise OcrflowError(saved.reason)
+            else:
+                reply = EngineReply(saved.text, attributes={"resumed": True})
+            text = free.parse(reply).markdown
+        except EngineFailing:
+            raise
         except OcrflowError as exc:
             entry["reason"] = f"second read failed: {exc}"
             return entry, None
@@ -161,6 +211,22 @@ class SecondPass:
             return entry, None
         entry["accepted"] = True
         return entry, text
+
+
+async def _asked(ask: Ask, request: PageRequest, key: str, steps: PageSteps) -> EngineReply:
+    """``ask``, its reply's text (or its failure) checkpointed under ``key``."""
+    try:
+        reply = await ask(request)
+    except EngineFailing:
+        raise
+    except OcrflowError as exc:
+        steps.record_answer(StepAnswer(key, None, str(exc)))
+        raise
+    # A reply that did not end on its own fails its parse now and after a resume alike.
+    stopped = reply.finish_reason == "stop"
+    reason = "" if stopped else f"finish_reason {reply.finish_reason}"
+    steps.record_answer(StepAnswer(key, reply.text if stopped else None, reason))
+    return reply
 
 
 def second_pass_for(

@@ -6,6 +6,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ocrflow.config import EngineOptions
 from ocrflow.config.environment import environment_api_key
@@ -16,6 +17,10 @@ from ocrflow.engines.presets import preset_flags
 from ocrflow.engines.readiness import confirm_models
 from ocrflow.errors import ConfigError
 
+if TYPE_CHECKING:
+    from ocrflow.engines.openai import OpenAIEngine
+    from ocrflow.recipes.base import Recipe
+
 log = logging.getLogger("ocrflow.engine")
 
 
@@ -24,7 +29,7 @@ class EngineSession:
     """The engine a run reads pages with, plus its recipe when it is a VLM."""
 
     engine: Engine
-    recipe: object | None
+    recipe: Recipe | None
     label: str
     #: The page size this engine reads best at, unless the user chose one.
     target_dim: int
@@ -78,7 +83,7 @@ def _default_dim(engine: Engine) -> int:
     return int(getattr(engine, "default_target_dim", 1288))
 
 
-def _openai(options: EngineOptions, servers: list[str]) -> Engine:
+def _openai(options: EngineOptions, servers: list[str]) -> OpenAIEngine:
     from ocrflow.engines.breaker import BreakerPolicy
     from ocrflow.engines.openai import OpenAIEngine
 
@@ -89,6 +94,7 @@ def _openai(options: EngineOptions, servers: list[str]) -> Engine:
         max_concurrency=options.max_concurrency,
         request_timeout_s=options.request_timeout_s,
         breaker=BreakerPolicy(fail_after_s=_fail_after(options)),
+        logprobs=options.logprobs,
     )
 
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import io
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,15 +22,15 @@ from PIL import Image
 
 from ocrflow.engines.base import Engine
 from ocrflow.errors import EngineError, EngineRejected, EngineUnavailable, ParseError
+from ocrflow.readers.backoff import DeadlinePassed, infer_with_backoff
+from ocrflow.readers.figure_crops import crop_figures
 from ocrflow.readers.plain import fallback_page
 from ocrflow.readers.policy import AttemptPolicy, TransportPolicy
-from ocrflow.recipes.base import ParsedPage, Recipe
+from ocrflow.readers.steps import PageSteps, StepStore, run_steps
+from ocrflow.recipes.base import ParsedPage, Recipe, is_step_recipe
 from ocrflow.render.jobs import RenderedPage, decode_image, encode_image
 from ocrflow.types import (
-    Block,
-    BlockLabel,
     EngineReply,
-    Figure,
     ImageSize,
     PageImage,
     PageKey,
@@ -39,7 +38,6 @@ from ocrflow.types import (
     PageResult,
     Reason,
     Route,
-    unit_box,
     unturn_blocks,
 )
 
@@ -47,10 +45,6 @@ if TYPE_CHECKING:
     from ocrflow.readers.second_pass import SecondPass
 
 log = logging.getLogger("ocrflow.vlm")
-
-
-class DeadlinePassed(Exception):
-    """The page's deadline passed before an answer came."""
 
 
 @dataclass
@@ -73,6 +67,11 @@ class _Attempts:
     started: float = 0.0
     #: The reply the last parsed attempt came from (the second passes read its regions).
     reply: EngineReply | None = None
+    #: The temperature of the last attempt sent, and why each failed attempt failed
+    #: (``ParseError.reason``: truncated, repetition, parse_error, empty_reply; rotation):
+    #: what the page's confidence is scored from (``document.confidence``).
+    temperature: float = 0.0
+    failures: list[str] = dataclasses.field(default_factory=list)
 
 
 class VlmReader:
@@ -94,6 +93,7 @@ class VlmReader:
         seed: int | None = None,
         second_pass: SecondPass | None = None,
         first_pass_dim: int | None = None,
+        steps: StepStore | None = None,
     ) -> None:
         self.engine = engine
         self.recipe = recipe
@@ -107,17 +107,24 @@ class VlmReader:
         #: the first read gets them at ``first_pass_dim``.
         self.second_pass = second_pass
         self.first_pass_dim = first_pass_dim
+        #: Multi-step recipes (``readers/steps.py``): where their steps are checkpointed.
+        self.steps = steps
+        self._multi = is_step_recipe(recipe)
 
     async def read(self, page: RenderedPage, page_key: PageKey) -> PageResult:
         """The page's Markdown, or a recorded fallback; never raises for engine trouble."""
         assert page.image is not None
         started = time.monotonic()
+        # Pages with further requests (a multi-step recipe's, or region second passes)
+        # checkpoint their first read and each further answer (``readers/steps.py``).
+        further = self._multi or self.second_pass is not None
+        steps = await PageSteps.open(self.steps, page_key) if further else None
         state = _Attempts(await self._first_image(page.image), self.recipe.max_tokens)
         state.started = started
         deadline = state.started + self.transport.page_deadline_s
         while state.attempt < len(self.recipe.temperatures):
             try:
-                parsed = await self._one_attempt(state, page_key, deadline)
+                parsed = await self._one_attempt(state, page_key, deadline, steps)
             except DeadlinePassed:
                 state.last_error = f"deadline of {self.transport.page_deadline_s:.0f} s passed"
                 state.last_reason = Reason.ENGINE_ERROR
@@ -131,44 +138,66 @@ class VlmReader:
                 state.last_error = str(exc)
                 empty = getattr(exc, "reason", "") == Reason.EMPTY_REPLY
                 state.last_reason = Reason.EMPTY_REPLY if empty else Reason.ENGINE_ERROR
+                state.failures.append(getattr(exc, "reason", None) or "rotation")
                 state.attempt += 1
                 continue
             if self.second_pass is not None and state.rotation == 0:
-                parsed = await self._second_passes(page.image, parsed, state, deadline)
+                parsed = await self._second_passes(page.image, parsed, state, deadline, steps)
+            if steps is not None and self._multi:
+                ask = self._asker(state, deadline)
+                parsed = await run_steps(self.recipe, page.image, parsed, steps, ask)  # type: ignore[arg-type]
             return await self._success(page, parsed, state)
         return await self._fall_back(page, state)
 
     async def _first_image(self, image: PageImage) -> PageImage:
         """The image of the first read: the rendered one, shrunk to ``first_pass_dim``."""
+        if self._multi:
+            return await asyncio.to_thread(self.recipe.first_image, image)  # type: ignore[attr-defined]
         dim = self.first_pass_dim
         if dim is None or max(image.width, image.height) <= dim:
             return image
         return await asyncio.to_thread(_resize, image, dim)
 
     async def _second_passes(
-        self, hires: PageImage, parsed: ParsedPage, state: _Attempts, deadline: float
+        self,
+        hires: PageImage,
+        parsed: ParsedPage,
+        state: _Attempts,
+        deadline: float,
+        steps: PageSteps | None,
     ) -> ParsedPage:
         """The region second passes over the accepted read (their requests share the
-        page's deadline, backoff and token counts)."""
+        page's deadline, backoff and token counts; their answers are checkpointed)."""
         assert self.second_pass is not None and state.reply is not None
+        ask = self._asker(state, deadline)
+        return await self.second_pass.refine(hires, state.reply, parsed, ask, steps)
+
+    def _asker(
+        self, state: _Attempts, deadline: float
+    ) -> Callable[[PageRequest], Awaitable[EngineReply]]:
+        """A page's further requests (second passes, steps): its deadline, backoff and token
+        counts; a passed deadline is ``EngineUnavailable``."""
 
         async def ask(request: PageRequest) -> EngineReply:
             request = dataclasses.replace(request, deadline=deadline)
             try:
                 return await self._call(request, state, deadline)
             except DeadlinePassed:
-                raise EngineUnavailable("the page deadline passed in a second pass") from None
+                raise EngineUnavailable("the page deadline passed in a further request") from None
 
-        return await self.second_pass.refine(hires, state.reply, parsed, ask)
+        return ask
 
     async def _one_attempt(
-        self, state: _Attempts, page_key: PageKey, deadline: float
+        self, state: _Attempts, page_key: PageKey, deadline: float, steps: PageSteps | None
     ) -> ParsedPage:
         request = self.recipe.build_request(
             state.image, state.attempt, max_tokens=state.max_tokens, page_key=str(page_key)
         )
         request = dataclasses.replace(request, deadline=deadline)
-        reply = await self._call(request, state, deadline)
+        state.temperature = request.temperature
+        # A multi-step page whose first read was checkpointed by a run that was stopped.
+        resumed = steps.first_reply() if steps is not None and state.attempt == 0 else None
+        reply = resumed or await self._call(request, state, deadline)
         if not reply.text.strip():
             # ``content`` null or empty for a page that is not blank: never an ``ok`` page.
             raise ParseError(
@@ -181,37 +210,18 @@ class VlmReader:
         if parsed.rotation % 360 and state.rotations < self.policy.max_rotations:
             await self._rotate(state, parsed.rotation)
             raise _RotateAndRetry(f"model reported the page turned by {parsed.rotation}")
+        if steps is not None and resumed is None:
+            await steps.save_first(reply)  # written before any step is sent
         return parsed
 
     async def _call(self, request: PageRequest, state: _Attempts, deadline: float) -> EngineReply:
         """One answer, retrying transient failures with backoff until the deadline."""
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise DeadlinePassed()
-            try:
-                async with asyncio.timeout(self._request_budget(left)):
-                    reply = await self.engine.infer(request)
-            except (EngineUnavailable, TimeoutError) as exc:
-                state.transient += 1
-                state.last_error = str(exc) or "request timed out"
-                pause = self.transport.backoff_s(state.transient, self._rng)
-                await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-                continue
-            state.tokens_in += reply.tokens_in
-            state.tokens_out += reply.tokens_out
-            return reply
-
-    def _request_budget(self, left: float) -> float:
-        """How long one ``infer`` call may take.
-
-        An engine that times its own requests (it alone knows when one leaves its queue of
-        pages waiting for a slot) gets the rest of the deadline: timing the wait for a slot
-        as if it were the request would abandon pages that were merely queued.
-        """
-        if getattr(self.engine, "request_timeout_s", None) is not None:
-            return left
-        return min(left, self.transport.request_timeout_s)
+        reply = await infer_with_backoff(
+            self.engine, request, deadline, state, transport=self.transport, rng=self._rng
+        )
+        state.tokens_in += reply.tokens_in
+        state.tokens_out += reply.tokens_out
+        return reply
 
     async def _shrink(self, state: _Attempts) -> bool:
         """Make the request fit the context: a smaller image, then fewer output tokens."""
@@ -233,15 +243,17 @@ class VlmReader:
     async def _success(
         self, page: RenderedPage, parsed: ParsedPage, state: _Attempts
     ) -> PageResult:
-        markdown, figures, blocks = await asyncio.to_thread(
-            _crop_figures, page.page, parsed, state.image
-        )
+        # A multi-step recipe's first image is not the page (MinerU's is stretched square):
+        # its figures are cut from the page as rendered.
+        source = page.image if self._multi and page.image is not None else state.image
+        markdown, figures, blocks = await asyncio.to_thread(crop_figures, page.page, parsed, source)
         attributes = {
             **parsed.attributes,
             "rotation": state.rotation,
             "transient_retries": state.transient,
             "shrinks": state.shrinks,
             "elapsed_s": round(time.monotonic() - state.started, 3),
+            **self._scored(state),
         }
         return PageResult(
             page.page,
@@ -252,23 +264,27 @@ class VlmReader:
             tokens_out=state.tokens_out,
             attributes=attributes,
             figures=figures,
-            image_size=_size(state.image),
+            # The page as rendered (not the turned or shrunk image sent): its boxes are on it.
+            image_size=_size(page.image),
             # Boxes on the page as rendered, before the turns the model asked for.
             blocks=unturn_blocks(blocks, state.rotation),
         )
 
     async def _fall_back(self, page: RenderedPage, state: _Attempts) -> PageResult:
         error = state.last_error or "attempts exhausted"
-        extra = {
-            "tokens_in": state.tokens_in,
-            "tokens_out": state.tokens_out,
+        tokens_in, tokens_out = state.tokens_in, state.tokens_out
+        extra: dict[str, object] = {
             "transient_retries": state.transient,
             # Time spent on the VLM (what the page deadline bounds), before falling back.
             "elapsed_s": round(time.monotonic() - state.started, 3),
+            "retry_reasons": state.failures,
         }
         why = state.last_reason
         if page.text_ok and page.text:
-            return fallback_page(page, error, attempts=state.attempt, reason=why, **extra)
+            return fallback_page(
+                page, error, attempts=state.attempt, reason=why,
+                tokens_in=tokens_in, tokens_out=tokens_out, **extra,
+            )  # fmt: skip
         engine = self._fallback_engine()
         if engine is not None:
             try:
@@ -281,10 +297,29 @@ class VlmReader:
                 )
                 return fallback_page(
                     cpu_page, error, attempts=state.attempt, reason=why,
+                    tokens_in=tokens_in, tokens_out=tokens_out,
                     fallback_engine=engine.name, **extra,
                 )  # fmt: skip
         unread = dataclasses.replace(page, text=None)
-        return fallback_page(unread, error, attempts=state.attempt, reason=why, **extra)
+        return fallback_page(
+            unread, error, attempts=state.attempt, reason=why,
+            tokens_in=tokens_in, tokens_out=tokens_out, **extra,
+        )  # fmt: skip
+
+    def _scored(self, state: _Attempts) -> dict[str, object]:
+        """What the page's confidence is scored from: the accepted reply's finish reason
+        and token probability, its temperature above the ladder's first, the failures."""
+        first = self.recipe.temperatures[0] if self.recipe.temperatures else 0.0
+        reply = state.reply
+        scored: dict[str, object] = {
+            "finish_reason": reply.finish_reason if reply else None,
+            "temperature": state.temperature,
+            "temperature_climb": round(max(0.0, state.temperature - first), 3),
+            "retry_reasons": state.failures,
+        }
+        if reply is not None and "mean_token_prob" in reply.attributes:
+            scored["mean_token_prob"] = reply.attributes["mean_token_prob"]
+        return scored
 
     def _fallback_engine(self) -> Engine | None:
         if self._fallback is None and self._fallback_factory is not None:
@@ -312,58 +347,5 @@ def _rotate(image: PageImage, degrees: int) -> PageImage:
     return encode_image(turned, image.encoding)
 
 
-def _size(image: PageImage) -> ImageSize:
-    return ImageSize(image.width, image.height)
-
-
-def _crop_figures(
-    page: int, parsed: ParsedPage, image: PageImage
-) -> tuple[str, tuple[Figure, ...], tuple[Block, ...]]:
-    """The page's Markdown with one placeholder per figure, the figures as PNG crops, and
-    the page's blocks with the same placeholders.
-
-    A recipe's own placeholder becomes ``Figure.placeholder``; a figure without one is
-    appended at the end (and to the blocks, as a figure block), so every figure has
-    exactly one placeholder in the text.
-    """
-    markdown, blocks = parsed.markdown, parsed.blocks
-    if not parsed.figures:
-        return markdown, (), blocks
-    picture = decode_image(image)
-    figures = []
-    for index, region in enumerate(parsed.figures):
-        x0, y0, x1, y1 = (max(0.0, min(1.0, v)) for v in region.bbox)
-        figure = Figure(
-            page, index, region.label, (x0, y0, x1, y1), _crop_png(picture, region.bbox)
-        )
-        if region.placeholder and region.placeholder in markdown:
-            markdown = markdown.replace(region.placeholder, figure.placeholder)
-            blocks = _renamed(blocks, region.placeholder, figure.placeholder)
-        else:
-            markdown = f"{markdown}\n\n{figure.placeholder}"
-            alone = Block(BlockLabel.FIGURE, figure.placeholder, unit_box(figure.box, 1.0, 1.0))
-            blocks = (*blocks, alone) if blocks else ()
-        figures.append(figure)
-    return markdown, tuple(figures), blocks
-
-
-def _renamed(blocks: tuple[Block, ...], old: str, new: str) -> tuple[Block, ...]:
-    if old == new:
-        return blocks
-    return tuple(
-        dataclasses.replace(b, text=b.text.replace(old, new)) if old in b.text else b
-        for b in blocks
-    )
-
-
-def _crop_png(picture: Image.Image, bbox: tuple[float, float, float, float]) -> bytes:
-    x0, y0, x1, y1 = (max(0.0, min(1.0, v)) for v in bbox)
-    box = (
-        int(x0 * picture.width),
-        int(y0 * picture.height),
-        max(int(x1 * picture.width), int(x0 * picture.width) + 1),
-        max(int(y1 * picture.height), int(y0 * picture.height) + 1),
-    )
-    buffer = io.BytesIO()
-    picture.crop(box).save(buffer, format="PNG")
-    return buffer.getvalue()
+def _size(image: PageImage | None) -> ImageSize | None:
+    return ImageSize(image.width, image.height) if image is not None else None

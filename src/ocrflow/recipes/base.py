@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -129,3 +130,66 @@ class ChatRecipe:
             extra_body=self.extra_body(attempt),
             page_key=page_key,
         )
+
+
+# -- multi-step recipes --------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class StepRequest:
+    """A further request a multi-step recipe asks for one page (a block crop, a region).
+
+    ``key`` names it among the page's steps and is the same in every run (the reader
+    checkpoints answers by it); ``kind`` is the recipe's own (a block type).
+    """
+
+    key: str
+    image: PageImage
+    kind: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StepAnswer:
+    """What became of one step: its text, or ``None`` with the reason it failed."""
+
+    key: str
+    text: str | None
+    reason: str = ""
+    attempts: int = 1
+
+
+class StepRecipe(Recipe, Protocol):
+    """A recipe whose page needs further requests after the first (layout, then crops).
+
+    The reader sends the first request (``build_request`` on ``first_image``) and parses
+    it as usual; then it asks ``step_requests`` for the further requests, sends each
+    (``build_step_request``, through the same engine, limiter and retries), reads each
+    with ``parse_step`` and hands every answer to ``combine``. A step that fails after
+    ``step_attempts`` attempts is an answer without text: the page stays converted.
+    """
+
+    @property
+    def step_attempts(self) -> int: ...
+
+    def first_image(self, image: PageImage) -> PageImage:
+        """The image of the first request, made from the page as rendered."""
+        ...
+
+    def step_requests(self, page: PageImage, parsed: ParsedPage) -> tuple[StepRequest, ...]:
+        """The further requests of a page, from its first read (CPU work: a thread)."""
+        ...
+
+    def build_step_request(self, step: StepRequest, attempt: int) -> PageRequest:
+        """The request of attempt ``attempt`` (0-based) of one step."""
+        ...
+
+    def parse_step(self, step: StepRequest, reply: EngineReply) -> str:
+        """The step's text; ``ParseError`` when the reply is unusable."""
+        ...
+
+    def combine(self, parsed: ParsedPage, answers: Mapping[str, StepAnswer]) -> ParsedPage:
+        """The page from its first read and every step's answer."""
+        ...
+
+
+def is_step_recipe(recipe: object) -> bool:
+    """Whether ``recipe`` asks for further requests per page."""
+    return callable(getattr(recipe, "step_requests", None))

@@ -178,8 +178,8 @@ def cell_block(cell: dict[str, Any], markdown: str, grid: tuple[int, int] | None
     text = markdown or (str(cell.get("text") or "") if category in _FURNITURE else "")
     bbox = cell.get("bbox")
     numeric = isinstance(bbox, list) and len(bbox) == 4
-    numeric = numeric and all(isinstance(v, int | float) for v in bbox)  # type: ignore[union-attr]
-    boxes = [scale_box([float(v) for v in bbox], *grid)] if grid and numeric else []
+    numeric = numeric and all(isinstance(v, int | float) for v in bbox or ())
+    boxes = [scale_box([float(v) for v in bbox or ()], *grid)] if grid and numeric else []
     label = _BLOCK_LABELS.get(category, BlockLabel.TEXT)
     return grounded_block(label, normalize_whitespace(text), boxes, category)
 

@@ -11,6 +11,15 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
+from ocrflow.recipes.html_tables import (
+    TABLE,
+    TAGS,
+    Cell,
+    cell_text,
+    has_spans,
+    rebuild_table,
+    table_rows,
+)
 from ocrflow.recipes.text import normalize_whitespace
 
 #: Keep HTML tables as the model wrote them.
@@ -19,15 +28,10 @@ TABLES_HTML = "html"
 TABLES_MARKDOWN = "markdown"
 TABLE_FORMATS = (TABLES_HTML, TABLES_MARKDOWN)
 
-_TABLE = re.compile(r"<table\b.*?</table\s*>", re.S | re.I)
-_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr\s*>", re.S | re.I)
-_CELL = re.compile(r"<(t[dh])\b([^>]*)>(.*?)</\1\s*>", re.S | re.I)
 _MATH = re.compile(r"<math\b([^>]*)>(.*?)</math\s*>", re.S | re.I)
 _MATH_TOKEN = re.compile("\ue000(\\d+)\ue001")
 _BLOCK_DISPLAY = re.compile(r"""display\s*=\s*["']?block""", re.I)
-_TAGS = re.compile(r"<[^>]*>")
 _SPACES = re.compile(r"\s+")
-_SPAN = re.compile(r"\b(?:row|col)span\s*=", re.I)
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCKS = frozenset(
@@ -58,14 +62,14 @@ def convert_tables(text: str, table_format: str = TABLES_HTML) -> str:
     """Every HTML table in ``text`` in ``table_format`` (complex tables stay HTML)."""
     if table_format == TABLES_HTML:
         return text
-    return _TABLE.sub(lambda m: "\n\n" + table_to_markdown(m.group(0)) + "\n\n", text)
+    return TABLE.sub(lambda m: "\n\n" + table_to_markdown(m.group(0)) + "\n\n", text)
 
 
 def table_to_markdown(table_html: str) -> str:
     """A pipe table for a table without spans; the HTML itself otherwise."""
-    if _SPAN.search(table_html) or table_html.lower().count("<table") > 1:
+    if has_spans(table_html) or table_html.lower().count("<table") > 1:
         return table_html.strip()
-    rows = [[_cell_text(c[2]) for c in _CELL.findall(r)] for r in _ROW.findall(table_html)]
+    rows = [[_pipe_cell(c[2]) for c in cells] for cells in table_rows(table_html)]
     rows = [row for row in rows if row]
     if not rows:
         return table_html.strip()
@@ -75,9 +79,9 @@ def table_to_markdown(table_html: str) -> str:
     return "\n".join(lines)
 
 
-def _cell_text(cell_html: str) -> str:
+def _pipe_cell(cell_html: str) -> str:
     """The text of one cell on one line, pipes escaped."""
-    text = html.unescape(_TAGS.sub(" ", re.sub(r"<br\s*/?>", " ", cell_html, flags=re.I)))
+    text = html.unescape(TAGS.sub(" ", re.sub(r"<br\s*/?>", " ", cell_html, flags=re.I)))
     return _SPACES.sub(" ", text).strip().replace("|", "\\|")
 
 
@@ -92,32 +96,19 @@ def clean_empty_cells(table_html: str) -> str:
     Cell contents are kept as written; the table is rebuilt as ``<table><tr>...``.
     Tables with spans only lose their empty rows (their columns do not line up).
     """
-    rows = [_CELL.findall(row) for row in _ROW.findall(table_html)]
-    rows = [cells for cells in rows if any(_has_text(c[2]) for c in cells)]
+    rows = [cells for cells in table_rows(table_html) if any(cell_text(c[2]) for c in cells)]
     if not rows:
         return ""
-    if not _SPAN.search(table_html):
+    if not has_spans(table_html):
         width = max(_filled_width(cells) for cells in rows)
         rows = [cells[:width] for cells in rows]
-    body = "".join("<tr>" + "".join(_cell_html(c) for c in cells) + "</tr>" for cells in rows)
-    return f"<table>{body}</table>"
+    return rebuild_table(rows)
 
 
-def _has_text(cell_html: str) -> bool:
-    """Whether a cell shows anything."""
-    return bool(html.unescape(_TAGS.sub("", cell_html)).replace("\xa0", " ").strip())
-
-
-def _filled_width(cells: list[tuple[str, str, str]]) -> int:
+def _filled_width(cells: list[Cell]) -> int:
     """One past the last cell with text."""
-    filled = [i for i, cell in enumerate(cells) if _has_text(cell[2])]
+    filled = [i for i, cell in enumerate(cells) if cell_text(cell[2])]
     return filled[-1] + 1 if filled else 0
-
-
-def _cell_html(cell: tuple[str, str, str]) -> str:
-    """A cell written back."""
-    tag, attrs, inner = cell
-    return f"<{tag}{attrs}>{inner.strip()}</{tag}>"
 
 
 def html_to_markdown(fragment: str, table_format: str = TABLES_HTML) -> ConvertedHtml:
@@ -317,7 +308,7 @@ class _MarkdownWriter(_SourceParser):
         if tag == "table":
             self.parts.append("\n\n" + convert_tables(raw.strip(), self.table_format) + "\n\n")
         else:
-            code = html.unescape(_TAGS.sub("", raw)).strip("\n")
+            code = html.unescape(TAGS.sub("", raw)).strip("\n")
             self.parts.append("\n\n```\n" + code + "\n```\n\n")
 
 

@@ -1,4 +1,5 @@
-"""Which recipe reads which model. Adding a model family: one module, one line below."""
+"""Which recipe reads which model. Adding a model family: one module, its line in ``RECIPES``
+and ``CARDS`` below (and a name pattern when its model names say it)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ from types import MappingProxyType
 from typing import Any
 
 from ocrflow.errors import ConfigError
+from ocrflow.recipes import glm_ocr, granite_docling, lightonocr, mineru, paddleocr_vl
 from ocrflow.recipes.base import Recipe
+from ocrflow.recipes.cards import (
+    CHANDRA_CARD,
+    DEEPSEEK_CARD,
+    DOTS_CARD,
+    MARKDOWN_CARD,
+    OLMOCR_CARD,
+    RecipeCard,
+)
 from ocrflow.recipes.chandra import ChandraRecipe
 from ocrflow.recipes.deepseek import DeepseekRecipe
 from ocrflow.recipes.dots import DotsRecipe
@@ -23,6 +33,27 @@ RECIPES: Mapping[str, Callable[..., Recipe]] = MappingProxyType(
         "dots": DotsRecipe,
         "chandra": ChandraRecipe,
         "markdown": markdown_recipe,
+        "lightonocr": lightonocr.lightonocr_recipe,
+        "paddleocr-vl": paddleocr_vl.PaddleocrVlRecipe,
+        "glm-ocr": glm_ocr.GlmOcrRecipe,
+        "mineru": mineru.MineruRecipe,
+        "granite-docling": granite_docling.GraniteDoclingRecipe,
+    }
+)
+
+#: What ``ocrflow recipes`` says of each recipe beyond its request data (one per recipe).
+CARDS: Mapping[str, RecipeCard] = MappingProxyType(
+    {
+        "olmocr": OLMOCR_CARD,
+        "deepseek": DEEPSEEK_CARD,
+        "dots": DOTS_CARD,
+        "chandra": CHANDRA_CARD,
+        "markdown": MARKDOWN_CARD,
+        "lightonocr": lightonocr.CARD,
+        "paddleocr-vl": paddleocr_vl.CARD,
+        "glm-ocr": glm_ocr.CARD,
+        "mineru": mineru.CARD,
+        "granite-docling": granite_docling.CARD,
     }
 )
 
@@ -32,6 +63,11 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"deepseek[-_.]?ocr", "deepseek"),
     (r"dots[-_.]?m?ocr", "dots"),
     (r"chandra", "chandra"),
+    (r"lightonocr", "lightonocr"),
+    (r"paddleocr[-_.]?vl", "paddleocr-vl"),
+    (r"glm[-_.]?ocr", "glm-ocr"),
+    (r"mineru", "mineru"),
+    (r"granite[-_.]?docling|smoldocling", "granite-docling"),
 )
 DEFAULT_RECIPE = "markdown"
 

@@ -75,8 +75,8 @@ def _paper_level(gray: np.ndarray) -> np.ndarray:
     height, width = gray.shape
     side = max(1, min(BLOCK, height, width))  # a strip of a single text line is narrow
     rows, cols = height // side, width // side
-    blocks = gray[: rows * side, : cols * side].reshape(rows, side, cols, side)
-    blocks = blocks.transpose(0, 2, 1, 3).reshape(rows, cols, side * side)
+    tiles = gray[: rows * side, : cols * side].reshape(rows, side, cols, side)
+    blocks = tiles.transpose(0, 2, 1, 3).reshape(rows, cols, side * side)
     kth = int(0.9 * (side * side - 1))
     level = np.partition(blocks, kth, axis=2)[:, :, kth].astype(np.uint8)
     smooth = Image.fromarray(level).resize((width, height), Image.Resampling.BILINEAR)

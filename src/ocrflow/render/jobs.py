@@ -7,6 +7,7 @@ import io
 import time
 from dataclasses import dataclass, field, replace
 
+import pypdfium2 as pdfium
 from PIL import Image
 
 from ocrflow.errors import RenderError
@@ -121,10 +122,12 @@ def _render_pdf_pages(job: PageJob) -> list[RenderedPage]:
         pdf.close()
 
 
-def _one_pdf_page(pdf: object, number: int, job: PageJob, rotation: int) -> RenderedPage:
+def _one_pdf_page(
+    pdf: pdfium.PdfDocument, number: int, job: PageJob, rotation: int
+) -> RenderedPage:
     started = time.perf_counter()
     try:
-        page = pdf[number - 1]  # type: ignore[index]
+        page = pdf[number - 1]
     except Exception as exc:
         return RenderedPage(number, reason=Reason.CORRUPT, error=f"cannot load page: {exc}")
     try:
@@ -161,7 +164,7 @@ def _route_pdf_page(
             text_blocks=blocks,
         )
     image = render_pdf_page(
-        page,  # type: ignore[arg-type]
+        page,
         target_dim=spec.target_dim,
         max_page_points=spec.max_page_points,
         max_pixels=spec.max_pixels,
@@ -174,12 +177,12 @@ def _route_pdf_page(
 
 
 def _read_text_layer(
-    page: object, *, required: bool
+    page: pdfium.PdfPage, *, required: bool
 ) -> tuple[str | None, bool, float | None, tuple[str, ...], tuple[Block, ...]]:
     """The text layer, its verdict and its blocks; an unreadable layer is "no layer"
     unless required."""
     try:
-        layer = extract_text_layer(page)  # type: ignore[arg-type]
+        layer = extract_text_layer(page)
     except RenderError:
         if required:
             raise

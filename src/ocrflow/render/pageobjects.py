@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -58,7 +59,7 @@ class PageCensus:
         return min(1.0, self.image_area / max(1e-6, (right - left) * (top - bottom)))
 
 
-def address(handle: object) -> int:
+def address(handle: Any) -> int:
     """The address behind a pdfium handle, to compare handles and key dictionaries."""
     return ctypes.cast(handle, ctypes.c_void_p).value or 0
 

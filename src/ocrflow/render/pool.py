@@ -11,7 +11,9 @@ import asyncio
 import multiprocessing
 import resource
 import signal
+from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TypeVar
 
 from pebble import ProcessExpired, ProcessPool
 
@@ -24,6 +26,9 @@ from ocrflow.render.jobs import (
     render_pages,
 )
 from ocrflow.types import Reason
+
+_Job = TypeVar("_Job")
+_Result = TypeVar("_Result")
 
 _OPEN_ALLOWANCE_S = 30.0
 
@@ -72,7 +77,7 @@ class RenderPool:
                 return [page for part in parts for page in part]
             return [_failed_page(job.pages[0], exc, self.page_timeout_s)]
 
-    async def _run(self, fn, job, timeout: float):  # type: ignore[no-untyped-def]
+    async def _run(self, fn: Callable[[_Job], _Result], job: _Job, timeout: float) -> _Result:
         async with self._slots:
             future = self._pool.schedule(fn, args=(job,), timeout=timeout)
             return await asyncio.wrap_future(future)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ocrflow.review.assets import FILTER_SCRIPT, STYLE
+from ocrflow.review.boxes import BOX_SCRIPT, BOX_STYLE, LOW_CONFIDENCE, confidence_text
 from ocrflow.types import Route
 from ocrflow.workspace.records import DoneRecord, PageSummary
 
@@ -74,7 +75,7 @@ def _head(title: str) -> str:
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta name="generator" content="ocrflow review"><title>{esc(title)}</title>'
-        f"<style>{STYLE}</style></head><body>\n"
+        f"<style>{STYLE}{BOX_STYLE}</style></head><body>\n"
     )
 
 
@@ -130,12 +131,18 @@ def index_tail() -> str:
 
 @dataclass(frozen=True, slots=True)
 class PageView:
-    """One page as the document view shows it: its record, image and Markdown (as HTML)."""
+    """One page as the document view shows it: its record, image and Markdown (as HTML);
+    ``overlay`` is the HTML of its block boxes over the image (``review.boxes``),
+    ``confidence`` the engine's mean (``None``: none given), ``low_lines`` how many of its
+    lines were read below ``LOW_CONFIDENCE``."""
 
     summary: PageSummary
     image_src: str | None
     image_error: str | None
     markdown_html: str
+    overlay: str = ""
+    confidence: float | None = None
+    low_lines: int = 0
 
 
 def page_meta(summary: PageSummary) -> str:
@@ -168,8 +175,8 @@ def page_section(view: PageView, doc_name: str) -> str:
         problem = f'<p class="error">{label}: {esc(detail)}</p>'
     if view.image_src:
         image = (
-            f'<img class="page-image" src="{esc(view.image_src)}" '
-            f'alt="page {summary.page} of {esc(doc_name)}">'
+            f'<div class="page-figure"><img class="page-image" src="{esc(view.image_src)}" '
+            f'alt="page {summary.page} of {esc(doc_name)}">{view.overlay}</div>'
         )
     else:
         image = f'<p class="missing">no page image: {esc(view.image_error)}</p>'
@@ -177,14 +184,30 @@ def page_section(view: PageView, doc_name: str) -> str:
     return (
         f'<section class="page" id="page-{summary.page}" data-page="{summary.page}" '
         f'data-route="{esc(summary.route)}"><h2>Page {summary.page}</h2>'
-        f'<p class="meta">{esc(page_meta(summary))}</p>{problem}'
+        f'<p class="meta">{_confidence(view)} · {esc(page_meta(summary))}</p>{problem}'
         f'<div class="cols"><div class="image">{image}</div>'
         f'<div class="markdown">{markdown}</div></div></section>\n'
     )
 
 
-def document_head(facts: DocumentFacts, record: DoneRecord, index_href: str) -> str:
-    """A document page's header: name, status, reason and where it came from."""
+def _confidence(view: PageView) -> str:
+    """The page's confidence, flagged when it or any of its lines is low."""
+    low = view.low_lines or (view.confidence is not None and view.confidence < LOW_CONFIDENCE)
+    lines = ""
+    if view.low_lines:
+        lines = f" ({view.low_lines} line{'s' if view.low_lines > 1 else ''} < {LOW_CONFIDENCE})"
+    return (
+        f'<span class="confidence{" low" if low else ""}" '
+        f'data-confidence="{esc(view.confidence)}">'
+        f"confidence {confidence_text(view.confidence)}{esc(lines)}</span>"
+    )
+
+
+def document_head(
+    facts: DocumentFacts, record: DoneRecord, index_href: str, tools: str = ""
+) -> str:
+    """A document page's header: name, status, reason and where it came from; ``tools``
+    are the box toggles and legend (``review.boxes.box_tools``)."""
     reason = ""
     if facts.reason or facts.message:
         reason = f'<p class="error" id="reason">[{esc(facts.reason)}] {esc(facts.message)}</p>'
@@ -201,6 +224,7 @@ def document_head(facts: DocumentFacts, record: DoneRecord, index_href: str) -> 
         + reason
         + missing
         + f'<p class="muted">source {esc(record.source)} · id {esc(record.doc_id)}</p>'
+        + tools
         + "</header><main>\n"
     )
 
@@ -214,6 +238,7 @@ def whole_text_section(markdown_html: str, origin: str) -> str:
     )
 
 
-def document_tail() -> str:
-    """The end of a document page."""
-    return "</main></body></html>\n"
+def document_tail(toggles: bool = False) -> str:
+    """The end of a document page; with ``toggles``, the box toggles' script."""
+    script = f"<script>{BOX_SCRIPT}</script>" if toggles else ""
+    return f"</main>{script}</body></html>\n"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ocrflow.errors import ConfigError
+from ocrflow.review.boxes import box_tools, legend_labels, low_lines, overlay_html
 from ocrflow.review.imagepool import ImagePool
 from ocrflow.review.images import PageImageFile, PageImageJob
 from ocrflow.review.markup import ImageResolver, markdown_renderer
@@ -140,13 +141,15 @@ def image_job(record: DoneRecord, dest: Path) -> PageImageJob | None:
     path = local_source(record.source)
     if path is None or not record.pages:
         return None
-    rotations = tuple(
-        (p.page, int(p.attributes.get("rotation") or 0) % 360)
-        for p in record.pages
-        if p.attributes.get("rotation")
-    )
+    rotations = tuple((p.page, page_turn(p)) for p in record.pages if page_turn(p))
     folder = dest / "pages" / record.doc_id
     return PageImageJob(path, tuple(p.page for p in record.pages), str(folder), rotations)
+
+
+def page_turn(summary: PageSummary) -> int:
+    """Degrees clockwise the engine turned the page to read it (the review image is turned
+    so too, and so are the boxes drawn over it)."""
+    return int(summary.attributes.get("rotation") or 0) % 360
 
 
 def _write_document(
@@ -162,7 +165,9 @@ def _write_document(
     text = read_document_text(store, record)
     render = markdown_renderer(figure_resolver(store, dest / "docs")).render
     by_page = {image.page: image for image in images}
-    parts = [document_head(facts, record, "../index.html")]
+    models = text.models.values()
+    tools = box_tools(legend_labels(models), any(low_lines(m) for m in models))
+    parts = [document_head(facts, record, "../index.html", tools)]
     for summary in sorted(record.pages, key=lambda p: p.page):
         image = by_page.get(summary.page)
         stats.images += bool(image and image.name)
@@ -170,7 +175,7 @@ def _write_document(
         parts.append(page_section(_page_view(record, summary, image, text, render), facts.name))
     if text.whole is not None:
         parts.append(whole_text_section(render(text.whole), text.origin))
-    parts.append(document_tail())
+    parts.append(document_tail(toggles=bool(tools)))
     (dest / href).write_text("".join(parts), encoding="utf-8")
     return index_row(facts, href)
 
@@ -184,7 +189,12 @@ def _page_view(
 ) -> PageView:
     src = f"../pages/{record.doc_id}/{image.name}" if image and image.name else None
     error = _no_image_reason(record) if image is None else image.error
-    return PageView(summary, src, error, render(text.pages.get(summary.page, "")))
+    markdown = render(text.pages.get(summary.page, ""))
+    model = text.models.get(summary.page)
+    if model is None:
+        return PageView(summary, src, error, markdown)
+    overlay = overlay_html(model, page_turn(summary)) if src else ""
+    return PageView(summary, src, error, markdown, overlay, model.confidence, len(low_lines(model)))
 
 
 def _no_image_reason(record: DoneRecord) -> str:

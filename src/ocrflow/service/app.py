@@ -27,6 +27,7 @@ from .contract import (
     job_links,
     job_request_body,
 )
+from .db import Job
 from .guards import ServiceGuards
 from .jobs import JobStore, job_view
 from .layout import JOB_ID, JobDir, JobMeta, new_job_id
@@ -127,13 +128,18 @@ Owner = Annotated[str, Depends(owner_of)]
 
 
 def _service(request: Request) -> Service:
-    return request.app.state.service  # type: ignore[no-any-return]
+    service: Service = request.app.state.service
+    return service
 
 
-def _own_job(request: Request, owner: str, job_id: str) -> Any:
+def _own_job(request: Request, owner: str, job_id: str) -> Job:
     if not JOB_ID.match(job_id):
         raise HTTPException(404, "no such job")
-    row = _service(request).jobs.get(owner, job_id)
+    return _found(_service(request).jobs.get(owner, job_id))
+
+
+def _found(row: Job | None) -> Job:
+    """The job's row; 404 when there is none (a job of another owner, or removed)."""
     if row is None:
         raise HTTPException(404, "no such job")
     return row
@@ -223,8 +229,7 @@ def _add_routes(app: FastAPI) -> None:
     def cancel_job(request: Request, owner: Owner, job_id: str) -> dict[str, Any]:
         """Cancel a job: its running pages stop, what is finished stays."""
         _own_job(request, owner, job_id)
-        row = _service(request).jobs.cancel(owner, job_id)
-        return job_view(row)
+        return job_view(_found(_service(request).jobs.cancel(owner, job_id)))
 
     @app.get(
         "/v1/jobs/{job_id}/results",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -13,7 +12,8 @@ from pydantic import ValidationError
 
 from ocrflow.config import RunConfig
 from ocrflow.config.builder import build_run_config
-from ocrflow.errors import OcrflowError
+from ocrflow.errors import OcrflowError, require
+from ocrflow.observe.logs import Quiet, Verbose, configure_logging, uvicorn_log_level, verbosity
 from ocrflow.observe.metrics import Metrics
 
 from .auth import TOKENS_VARIABLE, TokenSet, check_bind
@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 ENGINE = "Engine (as ocrflow run)"
 QUOTA = "Quotas (per token; 0: no limit)"
 log = logging.getLogger("ocrflow.service")
+#: What ``ocrflow serve`` imports beyond the core install (``pip install 'ocrflow[serve]'``).
+SERVE_MODULES = (
+    "fastapi", "fastapi_offline", "uvicorn", "sqlalchemy", "alembic", "python_multipart",
+)  # fmt: skip
 
 
 def _fail(message: str) -> typer.Exit:
@@ -127,14 +131,17 @@ def serve_command(
         float | None,
         _engine("Seconds an attempt waits for unreachable servers (as ocrflow run).", min=0.1),
     ] = None,
-    quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
 ) -> None:
     """Serve the job API (POST /v1/jobs …, docs at /docs) with in-process workers."""
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(message)s")  # fmt: skip
-    for noisy in ("httpx", "alembic"):  # a line per request, ~20 lines per start
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    # The service's modules load here, not when ``ocrflow`` starts (SQLAlchemy, Alembic).
+    level = verbosity(verbose, quiet)
+    configure_logging(level)
+    # The service's modules load here, not when ``ocrflow`` starts: they are the serve extra's.
+    try:
+        require(*SERVE_MODULES, extra="serve", feature="ocrflow serve")
+    except OcrflowError as exc:
+        raise _fail(str(exc)) from None
     from ocrflow.config.access import check_prefixes
 
     from .connections import ConnectionLimits
@@ -184,7 +191,7 @@ def serve_command(
     added = jobs.rebuild()
     if added:
         log.info("rebuilt %d jobs from %s", added, root / "jobs")
-    _run_uvicorn(jobs, tokens, host, port, quiet, limits=RequestLimits(
+    _run_uvicorn(jobs, tokens, host, port, level, limits=RequestLimits(
         max_upload_bytes=max_upload_mb << 20,
         uri_prefixes=tuple(allow_uri_prefix or ()),
         callback_hosts=tuple(allow_callback_host or ()),
@@ -205,7 +212,7 @@ def _run_uvicorn(
     tokens: TokenSet,
     host: str,
     port: int,
-    quiet: bool,
+    level: int,
     *,
     limits: RequestLimits,
     scheduler: SchedulerSettings,
@@ -225,7 +232,7 @@ def _run_uvicorn(
     app = guarded_app(Service(jobs, tokens, limits, scheduler))
     try:
         uvicorn.run(
-            app, host=host, port=port, log_level="warning" if quiet else "info",
+            app, host=host, port=port, log_level=uvicorn_log_level(level),
             http=guarded_protocol(connection_limits or ConnectionLimits()),
             timeout_keep_alive=5, server_header=False,
         )  # fmt: skip

@@ -92,7 +92,9 @@ class _GuardedProtocol(H11Protocol):
         if len(self.connections) > self.limits.max_connections:
             return "too many connections to this service"
         host = self.client[0] if self.client else None
-        same = Counter(c.client[0] for c in self.connections if getattr(c, "client", None))
+        # Not every protocol class uvicorn declares has ``client``: asked of each one.
+        clients = (getattr(c, "client", None) for c in self.connections)
+        same = Counter(client[0] for client in clients if client)
         if host is not None and same[host] > self.limits.max_connections_per_client:
             return "too many connections from this address"
         return None

@@ -28,6 +28,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
+from ocrflow.errors import require
+
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 TERMINAL = ("done", "failed", "cancelled")
 
@@ -68,6 +70,8 @@ def connect(url: str) -> Engine:
     """An engine for ``url``; SQLite gets WAL and a busy timeout (API and workers share it)."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    if url.startswith("postgresql+psycopg"):
+        require("psycopg", extra="postgres", feature="--db postgresql://…")
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
     engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})

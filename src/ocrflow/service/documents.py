@@ -22,6 +22,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from ocrflow.document import Page
 from ocrflow.errors import OcrflowError
 from ocrflow.render.jobs import PageJob, RenderSpec
 from ocrflow.render.pool import RenderPool
@@ -37,6 +38,9 @@ PREVIEW_DIM = 1000
 FAILED_PREVIEW_TTL_S = 60.0
 #: Bytes a cached refusal counts for (so that the cache holds a bounded number of them).
 _FAILURE_COST = 1024
+#: A line read below this confidence (0..1) is marked on the page image, as in ``ocrflow
+#: review`` (``review.boxes.LOW_CONFIDENCE``: the two cannot import each other).
+LOW_CONFIDENCE = 0.8
 
 
 class DocumentNotFound(LookupError):
@@ -77,7 +81,8 @@ def _document_summary(record: DoneRecord) -> dict[str, Any]:
 
 
 def document_view(out: Path, doc_id: str) -> dict[str, Any]:
-    """One document with its pages: number, route, status, reason, fallback and HTML."""
+    """One document with its pages: number, route, status, reason, fallback and HTML, and
+    what the page image shows over it (``page_boxes``)."""
     stored = _stored_document(out, doc_id)
     pages = [
         {
@@ -87,10 +92,39 @@ def document_view(out: Path, doc_id: str) -> dict[str, Any]:
             "reason": page.reason,
             "fallback": page.route is Route.FALLBACK,
             "html": markdown_html(page.markdown),
+            **page_boxes(page),
         }
         for page in stored.document.pages
     ]
-    return _document_summary(stored.marker) | {"page_list": pages}
+    summary = _document_summary(stored.marker)
+    return summary | {"page_list": pages, "low_confidence": LOW_CONFIDENCE}
+
+
+def page_boxes(page: Page) -> dict[str, Any]:
+    """The page's confidence (``None``: the engine gave none), its blocks' boxes (label,
+    ``bbox`` as fractions 0..1 of the page image, confidence; ``block`` is the index in the
+    page's blocks) and the boxes of its lines read below ``LOW_CONFIDENCE``. Boxes are on
+    the page as rendered, the preview image's orientation (not turned by ``rotation``)."""
+    boxes = [
+        {
+            "block": index,
+            "label": str(block.label),
+            "source_label": block.source_label,
+            "bbox": list(block.bbox),
+            "confidence": block.confidence,
+        }
+        for index, block in enumerate(page.blocks)
+        if block.bbox is not None
+    ]
+    low = [
+        {"bbox": list(line.bbox), "confidence": line.confidence, "text": line.text}
+        for block in page.blocks
+        for line in block.lines
+        if line.bbox is not None and line.confidence is not None
+        and line.confidence < LOW_CONFIDENCE
+    ]  # fmt: skip
+    return {"confidence": page.confidence, "rotation": page.rotation, "boxes": boxes,
+            "low_lines": low}  # fmt: skip
 
 
 def _checked_id(doc_id: str) -> str:

@@ -76,6 +76,8 @@ class JobOptions(BaseModel):
     target_dim: StrictInt | None = None
     page_separator: StrictBool | None = None
     format: StrictStr | list[StrictStr] | None = None
+    chunk_tokens: StrictInt | None = Field(None, ge=16, le=65536)
+    drop_headers_footers: StrictBool | None = None
     #: Tesseract's ``-l`` value ("eng+deu"), checked here so a bad one is a 422, not a
     #: job whose engine cannot open.
     languages: StrictStr | None = Field(
@@ -99,7 +101,7 @@ class JobOptions(BaseModel):
 #: Job options that are ``ocrflow run`` options under the same name, passed as they are.
 _RUN_OPTIONS = {
     "pages", "text_layer", "target_dim", "page_separator", "languages", "max_page_error_rate",
-    "dataset_column", "dataset_id_column",
+    "dataset_column", "dataset_id_column", "chunk_tokens", "drop_headers_footers",
 }  # fmt: skip
 
 
@@ -229,7 +231,7 @@ def _job_recipe(recipe: str | None, service: EngineOptions, model: str | None) -
     implied = own if model == service.model else _recipe_name(None, model)
     if recipe is None:
         return implied
-    offered = {own, implied} - {None}
+    offered = {name for name in (own, implied) if name is not None}
     if recipe not in offered:
         names = ", ".join(sorted(offered)) or "no choice of recipe"
         raise OptionError(f"invalid option 'recipe': {recipe!r} is not offered ({names})")

@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ocrflow.config import EngineOptions, RenderOptions
 from ocrflow.errors import (
@@ -34,6 +35,9 @@ from ocrflow.errors import (
 from ocrflow.observe.metrics import Metrics
 from ocrflow.readers.session import EngineSession, api_key, open_engine
 from ocrflow.render.pool import RenderPool
+
+if TYPE_CHECKING:
+    from ocrflow.recipes.base import Recipe
 
 log = logging.getLogger("ocrflow.service")
 
@@ -250,7 +254,7 @@ def _engine_key(options: EngineOptions) -> str:
     return f"{shared.model_dump_json()}|{digest}"
 
 
-def _job_recipe(options: EngineOptions) -> object:
+def _job_recipe(options: EngineOptions) -> Recipe:
     from ocrflow.recipes.registry import recipe_for_model
 
     return recipe_for_model(
@@ -263,7 +267,7 @@ def _with_job_recipe(session: EngineSession, options: EngineOptions) -> EngineSe
     if session.recipe is None or options.kind not in {"openai", "vllm"}:
         return session
     recipe = _job_recipe(options)
-    return dataclasses.replace(session, recipe=recipe, target_dim=recipe.target_dim)  # type: ignore[attr-defined]
+    return dataclasses.replace(session, recipe=recipe, target_dim=recipe.target_dim)
 
 
 class SlotPool:

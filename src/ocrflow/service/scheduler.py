@@ -335,12 +335,12 @@ class Scheduler:
             self.retries.succeeded(counter.job.id)
             lent = Lent(pool=render_pool, session=session)
             await work(
-                config, workspace, options=options, progress=counter,  # type: ignore[arg-type]
+                config, workspace, options=options, progress=counter,
                 metrics=self.settings.metrics, lent=lent,
             )  # fmt: skip
 
     async def _watch_stop(
-        self, job: JobDir, body: asyncio.Future[object], stop_now: asyncio.Event
+        self, job: JobDir, body: asyncio.Future[None], stop_now: asyncio.Event
     ) -> None:
         while not body.done():
             with contextlib.suppress(TimeoutError):

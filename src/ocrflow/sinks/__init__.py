@@ -9,17 +9,21 @@ sink (Parquet, see ``sinks.parquet``).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from ocrflow.config import OutputOptions
 from ocrflow.config.environment import PARQUET_ROWS_VARIABLE, setting
-from ocrflow.errors import ConfigError
+from ocrflow.document.furniture import without_furniture
+from ocrflow.errors import ConfigError, require
 from ocrflow.sinks.base import (
     BufferedSink,
     DocumentMeta,
     FinishedDocument,
+    OriginalFile,
     Sink,
     figure_key,
     figure_link,
@@ -28,10 +32,8 @@ from ocrflow.sinks.base import (
 from ocrflow.sinks.figures import FigureSink
 from ocrflow.sinks.jsonl import JsonlSink, assemble_text, dolma_record, jsonl_line, results_key
 from ocrflow.sinks.markdown import PAGE_JOINER, MarkdownSink, markdown_key, render_markdown
-from ocrflow.sinks.parquet import ParquetSink
 from ocrflow.storage.local import Store
 from ocrflow.storage.names import safe_relpath
-from ocrflow.storage.shards import ShardLimits
 
 __all__ = [
     "KNOWN_FORMATS",
@@ -42,15 +44,18 @@ __all__ = [
     "FinishedDocument",
     "JsonlSink",
     "MarkdownSink",
+    "OriginalFile",
+    "OutputFormat",
     "Outputs",
-    "ParquetSink",
     "Sink",
     "SinkContext",
     "assemble_text",
     "build_sinks",
     "dolma_record",
+    "figure_formats",
     "figure_key",
     "figure_link",
+    "format_sink",
     "jsonl_line",
     "markdown_key",
     "page_text",
@@ -69,9 +74,56 @@ class SinkContext:
     worker: str
     page_separator: bool
     on_commit: Callable[[list[str]], None]
+    #: ``--chunk-tokens``: the most tokens a RAG chunk holds (``chunks``).
+    chunk_tokens: int = 512
+
+
+# The layout formats import their libraries (pypdfium2, lxml, docling-core, pyarrow) only when
+# chosen: a run that writes Markdown and JSONL needs none of the optional extras.
+
+
+def _json(context: SinkContext) -> Sink:
+    from ocrflow.sinks.json_document import JsonSink
+
+    return JsonSink(context.store)
+
+
+def _pdf(context: SinkContext) -> Sink:
+    from ocrflow.sinks.searchable_pdf import PdfSink
+
+    return PdfSink(context.store)
+
+
+def _hocr(context: SinkContext) -> Sink:
+    from ocrflow.sinks.hocr import HocrSink
+
+    return HocrSink(context.store)
+
+
+def _alto(context: SinkContext) -> Sink:
+    from ocrflow.sinks.alto import AltoSink
+
+    return AltoSink(context.store)
+
+
+def _docling(context: SinkContext) -> Sink:
+    require("docling_core", extra="docling", feature="--format docling")
+    from ocrflow.sinks.docling import DoclingSink
+
+    return DoclingSink(context.store)
+
+
+def _chunks(context: SinkContext) -> Sink:
+    from ocrflow.sinks.chunks import ChunksSink
+
+    return ChunksSink(context.store, max_tokens=context.chunk_tokens)
 
 
 def _parquet(context: SinkContext) -> Sink:
+    require("pyarrow", extra="parquet", feature="--format parquet")
+    from ocrflow.sinks.parquet import ParquetSink
+    from ocrflow.storage.shards import ShardLimits
+
     rows = int(setting(PARQUET_ROWS_VARIABLE) or ShardLimits().max_rows)
     return ParquetSink(
         context.store,
@@ -81,20 +133,40 @@ def _parquet(context: SinkContext) -> Sink:
     )
 
 
-_FACTORIES: Mapping[str, Callable[[SinkContext], Sink]] = MappingProxyType(
+@dataclass(frozen=True, slots=True)
+class OutputFormat:
+    """A format's sink factory and what its files hold."""
+
+    make: Callable[[SinkContext], Sink]
+    #: Reading text (Markdown, plain text, chunks): ``--drop-headers-footers`` applies.
+    reading_text: bool
+    #: Figure descriptions: the assemble stage rewrites its files after describe. A
+    #: buffering format (Parquet) is rewritten by the stage itself, shard by shard.
+    holds_figures: bool
+
+
+_FORMATS: Mapping[str, OutputFormat] = MappingProxyType(
     {
-        "markdown": lambda c: MarkdownSink(c.store, page_separator=c.page_separator),
-        "jsonl": lambda c: JsonlSink(c.store),
-        "parquet": _parquet,
+        "markdown": OutputFormat(
+            lambda c: MarkdownSink(c.store, page_separator=c.page_separator), True, True
+        ),
+        "jsonl": OutputFormat(lambda c: JsonlSink(c.store), True, True),
+        "parquet": OutputFormat(_parquet, True, False),
+        "json": OutputFormat(_json, False, True),
+        "pdf": OutputFormat(_pdf, False, False),
+        "hocr": OutputFormat(_hocr, False, False),
+        "alto": OutputFormat(_alto, False, False),
+        "docling": OutputFormat(_docling, False, True),
+        "chunks": OutputFormat(_chunks, True, True),
     }
 )
-KNOWN_FORMATS: tuple[str, ...] = tuple(_FACTORIES)
+KNOWN_FORMATS: tuple[str, ...] = tuple(_FORMATS)
 
 
 def validate_formats(formats: Iterable[str]) -> tuple[str, ...]:
     """The formats, stripped and de-duplicated in order; ``ConfigError`` names unknown ones."""
     chosen = tuple(dict.fromkeys(f.strip().lower() for f in formats if f.strip()))
-    unknown = [f for f in chosen if f not in _FACTORIES]
+    unknown = [f for f in chosen if f not in _FORMATS]
     if unknown or not chosen:
         raise ConfigError(
             f"unknown output format {', '.join(unknown) or '(none)'}; "
@@ -103,13 +175,28 @@ def validate_formats(formats: Iterable[str]) -> tuple[str, ...]:
     return chosen
 
 
+def figure_formats(formats: Iterable[str]) -> tuple[str, ...]:
+    """Those of ``formats`` whose files the assemble stage rewrites (they hold figures)."""
+    return tuple(f for f in validate_formats(formats) if _FORMATS[f].holds_figures)
+
+
+def format_sink(name: str, context: SinkContext) -> Sink:
+    """The sink of one format (``ConfigError`` for an unknown name)."""
+    (chosen,) = validate_formats([name])
+    return _FORMATS[chosen].make(context)
+
+
 def build_sinks(formats: Iterable[str], context: SinkContext) -> list[Sink]:
     """The sinks for ``formats``, figures first (text sinks link to the figure files)."""
-    return [FigureSink(context.store), *(_FACTORIES[f](context) for f in validate_formats(formats))]
+    return [
+        FigureSink(context.store),
+        *(_FORMATS[f].make(context) for f in validate_formats(formats)),
+    ]
 
 
 class Outputs:
-    """The configured sinks as one.
+    """The configured sinks as one (``figures=False``: without the figure files, for a
+    stage that rewrites the text outputs of documents whose figures are written).
 
     ``write``/``flush``/``close`` return the ids of documents now durable in every format
     (the caller writes their done markers). They may run in worker threads: buffering sinks
@@ -117,27 +204,43 @@ class Outputs:
     """
 
     def __init__(
-        self, formats: Iterable[str], store: Store, worker: str, *, page_separator: bool
+        self, options: OutputOptions, store: Store, worker: str, *, figures: bool = True
     ) -> None:
-        context = SinkContext(store, worker, page_separator, self._on_commit)
-        sinks = build_sinks(formats, context)
+        context = SinkContext(
+            store, worker, options.page_separator, self._on_commit, options.chunk_tokens
+        )
+        named = [(f, _FORMATS[f].make(context)) for f in validate_formats(options.formats)]
+        sinks: list[Sink] = [FigureSink(store)] if figures else []
+        sinks += [sink for _, sink in named]
         self.direct = [s for s in sinks if not isinstance(s, BufferedSink)]
         self.buffered = [s for s in sinks if isinstance(s, BufferedSink)]
+        #: Sinks handed the document without its page furniture (``--drop-headers-footers``).
+        self._plain = {
+            id(sink)
+            for name, sink in named
+            if options.drop_headers_footers and _FORMATS[name].reading_text
+        }
         self._lock = threading.Lock()
         self._waiting: dict[str, int] = {}
         self._durable: list[str] = []
 
     def write(self, document: FinishedDocument) -> list[str]:
         """Write one document to every sink; the ids now durable (this one, or none yet)."""
+        plain = self._without_furniture(document)
         for sink in self.direct:
-            sink.write(document)
+            sink.write(plain if id(sink) in self._plain else document)
         if not self.buffered:
             return [document.doc_id]
         with self._lock:
             self._waiting[document.doc_id] = len(self.buffered)
             for sink in self.buffered:
-                sink.write(document)
+                sink.write(plain if id(sink) in self._plain else document)
             return self._drain()
+
+    def _without_furniture(self, document: FinishedDocument) -> FinishedDocument:
+        if not self._plain:
+            return document
+        return dataclasses.replace(document, result=without_furniture(document.result))
 
     def flush(self) -> list[str]:
         """Make buffered rows durable now (before a worker stops or waits)."""

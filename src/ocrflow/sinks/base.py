@@ -8,10 +8,15 @@ function ``figure_key``, so every sink knows where a figure lives without asking
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from ocrflow.document import Document, document_from_result
 from ocrflow.types import DocStatus, DocumentResult, Figure, PageResult
+
+if TYPE_CHECKING:
+    from ocrflow.storage.local import Store
 
 FIGURES_DIR = "figures"
 #: Longest alt text made from a description.
@@ -34,11 +39,27 @@ class DocumentMeta:
 
 
 @dataclass(frozen=True, slots=True)
+class OriginalFile:
+    """The converted file itself, for sinks that rebuild it (the searchable PDF): a local
+    path holding its bytes, its kind (``pdf`` or ``image``) and the password that opened
+    it. Kept apart from ``DocumentMeta``, which outputs record: a server's paths and a
+    document's password are nobody's business."""
+
+    path: str
+    kind: str
+    password: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class FinishedDocument:
-    """One document ready for the sinks: its result and what is known about its source."""
+    """One document ready for the sinks: its result and what is known about its source.
+
+    ``original`` is ``None`` where the file is no longer at hand (a later stage rewriting
+    outputs from the workspace)."""
 
     result: DocumentResult
     meta: DocumentMeta
+    original: OriginalFile | None = None
 
     @property
     def doc_id(self) -> str:
@@ -106,3 +127,25 @@ def page_text(doc_id: str, page: PageResult, prefix: str = "") -> str:
     for figure in page.figures:
         text = text.replace(figure.placeholder, figure_markdown(doc_id, figure, prefix))
     return text.strip()
+
+
+class DocumentFileSink:
+    """One file a document, rendered whole from the document model and written atomically:
+    what the layout formats (ALTO, hOCR) share; each names its file and its renderer."""
+
+    def __init__(
+        self, store: Store, key: Callable[[str], str], render: Callable[[Document], bytes]
+    ) -> None:
+        self.store = store
+        self._key = key
+        self._render = render
+
+    def write(self, document: FinishedDocument) -> None:
+        """Write the file of a document that produced text (ok or partial)."""
+        if not document.has_output:
+            return
+        model = document_from_result(document.result, document.meta)
+        self.store.write_bytes(self._key(document.meta.rel), self._render(model))
+
+    def close(self) -> None:
+        """Nothing buffered."""

@@ -25,9 +25,9 @@ from ocrflow.inputs.dataset import (
     _absolute,
     dataset_files,
     dataset_schema,
-    is_dataset_input,
     iter_dataset_rows,
 )
+from ocrflow.inputs.dataset_files import is_dataset_input
 from ocrflow.inputs.source import RowRef, row_uri
 from ocrflow.sinks.results import OutputTexts, done_marker
 from ocrflow.storage.local import Store

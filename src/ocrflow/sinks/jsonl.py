@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from ocrflow.document import blocks_to_rows, linked_blocks
+from ocrflow.document import blocks_to_rows, linked_blocks, page_confidence
 from ocrflow.inputs.source import row_metadata
 from ocrflow.sinks.base import (
     DocumentMeta,
@@ -72,6 +72,8 @@ def dolma_record(result: DocumentResult, meta: DocumentMeta) -> dict[str, Any]:
             "page_routes": _page_attr(pages, spans, lambda p: str(p.route)),
             "page_status": _page_attr(pages, spans, lambda p: str(p.status)),
             "page_rotation": _page_attr(pages, spans, lambda p: p.attributes.get("rotation", 0)),
+            # 0..1 or null (``document.confidence``): what a reviewer reads first.
+            "page_confidence": _page_attr(pages, spans, page_confidence),
             **_figures_attr(result.doc_id, pages),
             **_blocks_attr(result.doc_id, pages, spans),
         },

@@ -35,6 +35,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ocrflow.document import page_confidence
 from ocrflow.sinks.base import DocumentMeta, FinishedDocument, figure_key, page_text
 from ocrflow.sinks.jsonl import dolma_record
 from ocrflow.storage.local import Store
@@ -54,6 +55,9 @@ PAGE_TYPE = pa.struct(
         ("route", pa.string()),
         ("status", pa.string()),
         ("attributes", pa.string()),  # JSON: page attributes differ by engine
+        # 0..1 or null (``document.confidence``). Last, so readers of the older struct
+        # (by name) keep working; shards written before it lack it (read as null).
+        ("confidence", pa.float64()),
     ]
 )
 
@@ -93,7 +97,12 @@ Commit = Callable[[list[str]], None]
 
 # -- rows --------------------------------------------------------------------------------
 def page_row(
-    page: int, text: str, route: str, status: str, attributes: dict[str, Any]
+    page: int,
+    text: str,
+    route: str,
+    status: str,
+    attributes: dict[str, Any],
+    confidence: float | None = None,
 ) -> dict[str, Any]:
     """One ``pages`` entry; ``text`` as the JSONL record holds it (stripped)."""
     return {
@@ -102,6 +111,7 @@ def page_row(
         "route": route,
         "status": status,
         "attributes": json.dumps(attributes, ensure_ascii=False, sort_keys=True, default=str),
+        "confidence": confidence,
     }
 
 
@@ -191,9 +201,8 @@ def record_row(
 
 
 def _page_entry(doc_id: str, page: PageResult) -> dict[str, Any]:
-    return page_row(
-        page.page, page_text(doc_id, page), str(page.route), str(page.status), page.attributes
-    )
+    text, route, status = page_text(doc_id, page), str(page.route), str(page.status)
+    return page_row(page.page, text, route, status, page.attributes, page_confidence(page))
 
 
 class ParquetSink:
@@ -250,7 +259,19 @@ def _read_shard(store: Store, key: str, columns: list[str] | None = None) -> pa.
     blob = store.read_bytes(key)
     if blob is None:
         return DOCUMENT_SCHEMA.empty_table()
-    return pq.read_table(io.BytesIO(blob), columns=columns)
+    table = pq.read_table(io.BytesIO(blob), columns=columns)
+    if columns is None and table.schema != DOCUMENT_SCHEMA:
+        table = _upgraded(table)
+    return table
+
+
+def _upgraded(table: pa.Table) -> pa.Table:
+    """A shard of an older schema (pages without ``confidence``) in ``DOCUMENT_SCHEMA``, its
+    missing fields null, so old and new shards concatenate and finalize together."""
+    try:
+        return pa.Table.from_pylist(table.to_pylist(), schema=DOCUMENT_SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError):
+        return table  # not ours to fix: the reader sees it as written
 
 
 def _winners(store: Store, keys: list[str]) -> dict[str, tuple[str, int, int]]:
@@ -317,3 +338,29 @@ def read_documents(store: Store, done_ids: Iterable[str] | None = None) -> pa.Ta
         mask = _keep_mask(table, position, best, done)
         parts.append(table.filter(pa.array(mask, type=pa.bool_())))
     return pa.concat_tables(parts) if parts else DOCUMENT_SCHEMA.empty_table()
+
+
+def rewrite_parquet(
+    store: Store, doc_ids: set[str], load: Callable[[str], FinishedDocument | None]
+) -> tuple[int, int]:
+    """Rebuild the rows of ``doc_ids`` in every shard that holds one; return (shards
+    rewritten, rows rebuilt). A row keeps its place; each shard is replaced atomically."""
+    shards = rows_rebuilt = 0
+    for key in shard_keys(store):
+        blob = store.read_bytes(key)
+        if blob is None:
+            continue
+        table = pq.read_table(io.BytesIO(blob))
+        ids = table["id"].to_pylist()
+        if not doc_ids.intersection(ids):
+            continue
+        rows = table.to_pylist()
+        for position, doc_id in enumerate(ids):
+            document = load(doc_id) if doc_id in doc_ids else None
+            if document is not None:
+                rows[position] = document_row(document.result, document.meta)
+                rows_rebuilt += 1
+        rebuilt = pa.Table.from_pylist(rows, schema=DOCUMENT_SCHEMA)
+        store.write_bytes(key, table_bytes(rebuilt))
+        shards += 1
+    return shards, rows_rebuilt

@@ -35,7 +35,6 @@ from ocrflow.document import Document, document_from_result
 from ocrflow.errors import ConfigError, WorkspaceError
 from ocrflow.sinks.jsonl import results_key
 from ocrflow.sinks.markdown import markdown_key
-from ocrflow.sinks.parquet import read_documents
 from ocrflow.storage.local import Store
 from ocrflow.storage.open import open_store
 from ocrflow.types import DocStatus, DocumentResult
@@ -44,7 +43,14 @@ from ocrflow.workspace.state import Workspace, page_from_dict
 
 #: Record attributes that are per page (they become the pages' fields, not the document's).
 _PAGE_ATTRIBUTES = frozenset(
-    {"pdf_page_numbers", "page_routes", "page_status", "page_rotation", "page_blocks"}
+    {
+        "pdf_page_numbers",
+        "page_routes",
+        "page_status",
+        "page_rotation",
+        "page_blocks",
+        "page_confidence",
+    }
 )
 
 
@@ -236,6 +242,8 @@ class OutputTexts:
             record = _dolma_record(self.store, doc_id)
             return record.text if record is not None else None
         if self._parquet is None:
+            from ocrflow.sinks.parquet import read_documents  # pyarrow: the parquet extra
+
             table = read_documents(self.store)
             ids, texts = table["id"].to_pylist(), table["text"].to_pylist()
             self._parquet = dict(zip(ids, texts, strict=True))

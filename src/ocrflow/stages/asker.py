@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from PIL import Image
 
 from ocrflow.engines.base import Engine
-from ocrflow.errors import EngineRejected, EngineUnavailable
+from ocrflow.errors import EngineRejected
+from ocrflow.readers.backoff import DeadlinePassed, infer_with_backoff
 from ocrflow.readers.policy import TransportPolicy
 from ocrflow.stages.answers import answer_markdown
 from ocrflow.stages.figure_items import FigureResult
@@ -46,7 +47,8 @@ class _State:
     attempt: int = 0
     shrinks: int = 0
     transient: int = 0
-    error: str = ""
+    #: Why the last try failed (a transient failure, a refusal, an unusable answer).
+    last_error: str = ""
 
 
 class FigureAsker:
@@ -68,12 +70,12 @@ class FigureAsker:
             try:
                 reply = await self._call(state, deadline)
             except EngineRejected as exc:
-                state.error = str(exc)
+                state.last_error = str(exc)
                 if exc.context_overflow and await self._shrink(state):
                     continue
                 break
-            except TimeoutError:
-                state.error = f"deadline of {self.settings.deadline_s:.0f} s passed"
+            except DeadlinePassed:
+                state.last_error = f"deadline of {self.settings.deadline_s:.0f} s passed"
                 break
             if reply.finish_reason == "stop" and reply.text.strip():
                 return FigureResult(
@@ -85,15 +87,15 @@ class FigureAsker:
                     tokens_out=reply.tokens_out,
                     latency_s=round(time.monotonic() - started, 3),
                 )
-            state.error = f"unusable answer (finish_reason {reply.finish_reason})"
+            state.last_error = f"unusable answer (finish_reason {reply.finish_reason})"
             state.attempt += 1
         return FigureResult(
-            **base, status="failed", error=state.error or "attempts exhausted",
+            **base, status="failed", error=state.last_error or "attempts exhausted",
             attempts=state.attempt, latency_s=round(time.monotonic() - started, 3),
         )  # fmt: skip
 
     async def _call(self, state: _State, deadline: float) -> EngineReply:
-        """One answer; transient failures back off until the deadline (``TimeoutError``)."""
+        """One answer; transient failures back off until the deadline (``DeadlinePassed``)."""
         request = PageRequest(
             image=state.image,
             prompt=self.settings.prompt,
@@ -102,25 +104,10 @@ class FigureAsker:
             max_tokens=self.settings.max_tokens,
             deadline=deadline,
         )
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            try:
-                async with asyncio.timeout(self._budget(left)):
-                    return await self.engine.infer(request)
-            except (EngineUnavailable, TimeoutError) as exc:
-                state.transient += 1
-                state.error = str(exc) or "request timed out"
-                pause = self.transport.backoff_s(state.transient, self._rng)
-                await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-
-    def _budget(self, left: float) -> float:
-        # An engine that times its own requests knows when one leaves its queue of waiting
-        # requests: give it the rest of the deadline (as the page reader does).
-        if getattr(self.engine, "request_timeout_s", None) is not None:
-            return left
-        return min(left, self.settings.request_timeout_s)
+        return await infer_with_backoff(
+            self.engine, request, deadline, state, transport=self.transport, rng=self._rng,
+            request_timeout_s=self.settings.request_timeout_s,
+        )  # fmt: skip
 
     async def _shrink(self, state: _State) -> bool:
         longest = max(state.image.width, state.image.height)

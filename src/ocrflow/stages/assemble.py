@@ -3,29 +3,23 @@
 Reads only the workspace: the ``FigureDocument`` extract recorded (pages with figure
 placeholders) and the answers of the last describe run (``describe/latest.json``). Each
 figure's description becomes its link's alt text and a paragraph (or a table) right after
-the link; the same sinks as extract write the Markdown and JSONL files, and Parquet rows of
-these documents are rebuilt in place, one shard at a time (each shard written atomically).
+the link; the same sinks as extract rewrite every format that holds figures (Markdown, JSONL,
+json, chunks, docling: ``sinks.figure_formats``), and Parquet rows of these documents are
+rebuilt in place, one shard at a time (each shard written atomically). The layout formats
+(pdf, hocr, alto) hold printed words only: a description changes nothing there.
 Nothing is sent to a model; running it again gives the same files.
 """
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
+from ocrflow.sinks import Outputs, figure_formats
 from ocrflow.sinks.base import FinishedDocument
 from ocrflow.sinks.figure_records import figure_doc_ids, finished_document, load_figure_document
-from ocrflow.sinks.jsonl import JsonlSink
-from ocrflow.sinks.markdown import MarkdownSink
-from ocrflow.sinks.parquet import DOCUMENT_SCHEMA, document_row
 from ocrflow.stages.figure_items import load_latest, load_results
-from ocrflow.storage.local import Store
-from ocrflow.storage.shards import shard_keys, table_bytes
 from ocrflow.workspace.state import Workspace
 
 
@@ -51,24 +45,31 @@ def assemble(workspace: Workspace) -> AssembleStats:
     config = workspace.recorded_run_config()
     stats = AssembleStats()
     load = _loader(workspace)
-    writers = []
-    if "markdown" in config.out.formats:
-        writers.append(MarkdownSink(store, page_separator=config.out.page_separator))
-    if "jsonl" in config.out.formats:
-        writers.append(JsonlSink(store))
+    rewritten = figure_formats(config.out.formats)
+    outputs = (
+        Outputs(
+            config.out.model_copy(update={"formats": rewritten}), store, "assemble", figures=False
+        )
+        if rewritten
+        else None
+    )
     done = workspace.done_ids()
     doc_ids = [d for d in figure_doc_ids(store) if d in done]
     for doc_id in doc_ids:
         document = load(doc_id)
         if document is None:
             continue
-        for writer in writers:
-            writer.write(document)
+        if outputs is not None:
+            outputs.write(document)
         figures = [f for p in document.result.pages for f in p.figures]
         stats.documents += 1
         stats.figures += len(figures)
         stats.described += sum(1 for f in figures if f.description)
+    if outputs is not None:
+        outputs.close()
     if "parquet" in config.out.formats:
+        from ocrflow.sinks.parquet import rewrite_parquet  # pyarrow: the parquet extra
+
         stats.parquet_shards, stats.parquet_rows = rewrite_parquet(store, set(doc_ids), load)
     stats.elapsed_s = round(time.monotonic() - started, 3)
     return stats
@@ -89,29 +90,3 @@ def _loader(workspace: Workspace) -> Callable[[str], FinishedDocument | None]:
         return finished_document(record, {k: v for k, v in descriptions.items() if v})
 
     return load
-
-
-def rewrite_parquet(
-    store: Store, doc_ids: set[str], load: Callable[[str], FinishedDocument | None]
-) -> tuple[int, int]:
-    """Rebuild the rows of ``doc_ids`` in every shard that holds one; return (shards
-    rewritten, rows rebuilt). A row keeps its place; each shard is replaced atomically."""
-    shards = rows_rebuilt = 0
-    for key in shard_keys(store):
-        blob = store.read_bytes(key)
-        if blob is None:
-            continue
-        table = pq.read_table(io.BytesIO(blob))
-        ids = table["id"].to_pylist()
-        if not doc_ids.intersection(ids):
-            continue
-        rows = table.to_pylist()
-        for position, doc_id in enumerate(ids):
-            document = load(doc_id) if doc_id in doc_ids else None
-            if document is not None:
-                rows[position] = document_row(document.result, document.meta)
-                rows_rebuilt += 1
-        rebuilt = pa.Table.from_pylist(rows, schema=DOCUMENT_SCHEMA)
-        store.write_bytes(key, table_bytes(rebuilt))
-        shards += 1
-    return shards, rows_rebuilt

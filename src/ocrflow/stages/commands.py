@@ -16,6 +16,7 @@ from ocrflow.config.builder import build_run_config
 from ocrflow.config.flags import validation_message
 from ocrflow.errors import OcrflowError, OutputError
 from ocrflow.executors.plan import run_until_signal
+from ocrflow.observe.logs import Quiet, Verbose, configure_logging, verbosity
 from ocrflow.stages.assemble import AssembleStats, assemble
 from ocrflow.stages.describe import DescribeConfig, DescribeStats, describe
 from ocrflow.storage.open import open_store
@@ -42,7 +43,7 @@ def describe_engine(config: RunConfig, **options: Any) -> EngineOptions:
 def run_describe(config: DescribeConfig, *, quiet: bool) -> DescribeStats:
     """Run the describe stage until every figure has an answer (Ctrl-C/SIGTERM stop it)."""
     workspace = Workspace(open_store(config.output))
-    stats = run_until_signal(describe(config, workspace))  # type: ignore[arg-type]
+    stats = run_until_signal(describe(config, workspace))
     if not quiet:
         Console(stderr=True).print(
             f"described {stats.described} of {stats.figures} figures "
@@ -140,11 +141,13 @@ def describe_command(
         float | None, typer.Option(help="Seconds to wait for servers.", rich_help_panel=VLM)
     ] = None,
     lease_ttl: Annotated[float, typer.Option(help="Seconds a lease lasts unrenewed.")] = 120.0,
-    quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Stage 2: ask a VLM about every figure of OUT (one request a figure; resumable; many
     processes may share OUT). Exit 0: all described; 1: some failed; 2: usage; 3: OUT."""
+    configure_logging(verbosity(verbose, quiet))
     try:
         recorded = Workspace(open_store(output)).recorded_run_config()
         options = describe_engine(
@@ -173,11 +176,13 @@ def describe_command(
 
 def assemble_command(
     output: Annotated[str, typer.Argument(help="The output directory or URL of a run.")],
-    quiet: Annotated[bool, typer.Option("-q", "--quiet")] = False,
+    verbose: Verbose = False,
+    quiet: Quiet = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Stage 3: write each document with figures again, with the figures' descriptions
     (alt text and a paragraph or table after each link). Sends nothing to a model."""
+    configure_logging(verbosity(verbose, quiet))
     try:
         stats = run_assemble(output, quiet=quiet or as_json)
     except OutputError as exc:

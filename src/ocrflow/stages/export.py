@@ -7,9 +7,11 @@ a document that did not finish and is left out, a failed document has no record.
 status, attributes) are the ``Document``'s, its figures the done marker's. Rows stream: one
 document at a time is in memory, plus a shard's worth of rows.
 
-``hf`` writes the ``save_to_disk`` layout with pyarrow alone: ``data-00000-of-00001.arrow``
-(Arrow IPC stream), ``dataset_info.json`` (features) and ``state.json``, the last two written
-after the data so that a killed export is not mistaken for a finished one.
+``hf`` writes a folder ``datasets.load_from_disk`` opens through ``datasets``' own
+``save_to_disk`` (that layout is ``datasets``' private format: only it writes it); without
+``datasets`` installed it is refused before anything is written (``pip install 'ocrflow[hf]'``).
+``save_to_disk`` writes ``state.json`` and ``dataset_info.json`` after the data, so a killed
+export is not mistaken for a finished one.
 
 Exporting again into the same folder replaces what the earlier export wrote, whatever the
 format: a marker file (``.ocrflow-export.json``, hidden from dataset readers) says the folder
@@ -21,11 +23,11 @@ export did not write is refused, unless ``overwrite``: then its data files (``*.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import posixpath
 import re
+import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -42,7 +44,6 @@ from ocrflow.storage.open import open_store
 from ocrflow.storage.shards import ShardLimits, ShardWriter
 
 ExportFormat = Literal["parquet", "hf"]
-HF_DATA_FILE = "data-00000-of-00001.arrow"
 #: Marks a folder as written by ``export`` (hidden: dataset readers skip dot files).
 EXPORT_MARKER = ".ocrflow-export.json"
 #: The names export writes: its own shards and the save_to_disk files.
@@ -51,7 +52,6 @@ _EXPORT_NAME = re.compile(
 )
 _DATA_NAME = re.compile(r"(\.parquet|\.arrow|^dataset_info\.json|^state\.json)$")
 _BATCH_ROWS = 256
-_DTYPES = {"double": "float64", "float": "float32", "halffloat": "float16"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +74,8 @@ def export(
     replacing what an earlier export wrote there (see the module docstring)."""
     if fmt not in {"parquet", "hf"}:
         raise ConfigError(f"unknown export format {fmt!r}: use parquet or hf")
+    if fmt == "hf":
+        _require_datasets()
     documents = stored_documents(open_store(out_location))
     first = next(documents, None)
     if first is None:
@@ -141,7 +143,9 @@ def export_row(stored: StoredDocument) -> dict[str, Any] | None:
     pages, figures = [], []
     for page in document.pages:
         route, status = str(page.route), str(page.status)
-        pages.append(page_row(page.number, page.markdown, route, status, page.attributes))
+        pages.append(
+            page_row(page.number, page.markdown, route, status, page.attributes, page.confidence)
+        )
         recorded = figures_of.get(page.number, ())  # in newer done markers
         figures.extend(
             [figure_entry(document.id, f.page, f.index, f.label, f.box) for f in recorded]
@@ -166,39 +170,51 @@ def _export_parquet(
 
 
 # -- Hugging Face save_to_disk -----------------------------------------------------------
+HF_HINT = "--format hf needs the datasets package: pip install 'ocrflow[hf]' (or use parquet)"
+
+
+def _require_datasets() -> None:
+    """``ConfigError`` with the install line when ``datasets`` is missing (checked before
+    anything is written)."""
+    try:
+        import datasets  # noqa: F401
+    except ImportError:
+        raise ConfigError(HF_HINT) from None
+
+
 def _export_hf(rows: Iterator[dict[str, Any]], dest: str) -> ExportReport:
+    """``datasets``' own ``save_to_disk`` over the rows, streamed first into one Arrow file
+    (a temporary folder; beside ``dest`` when it is local) so that one batch of rows is in
+    memory at a time, never the whole export."""
+    import datasets
+
     fs, root = fsspec.core.url_to_fs(dest)
-    fs.makedirs(root, exist_ok=True)
-    digest = hashlib.sha256()
-    count = 0
-    with (
-        fs.open(posixpath.join(root, HF_DATA_FILE), "wb") as handle,
-        pa.ipc.new_stream(handle, DOCUMENT_SCHEMA) as stream,
-    ):
-        for batch in _batched(rows, _BATCH_ROWS):
-            stream.write_batch(pa.RecordBatch.from_pylist(batch, schema=DOCUMENT_SCHEMA))
-            digest.update("\n".join(r["id"] for r in batch).encode())
-            count += len(batch)
-    info = {
-        "citation": "",
-        "description": "ocrflow documents",
-        "features": schema_features(DOCUMENT_SCHEMA),
-        "homepage": "",
-        "license": "",
-    }
-    state = {
-        "_data_files": [{"filename": HF_DATA_FILE}],
-        "_fingerprint": digest.hexdigest()[:16],
-        "_format_columns": None,
-        "_format_kwargs": {},
-        "_format_type": None,
-        "_output_all_columns": False,
-        "_split": None,
-    }
-    for name, value in (("dataset_info.json", info), ("state.json", state)):
-        with fs.open(posixpath.join(root, name), "w") as handle:
-            json.dump(value, handle, indent=2, sort_keys=True)
-    names = [HF_DATA_FILE, "dataset_info.json", "state.json"]
+    local = "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
+    if local:
+        fs.makedirs(root, exist_ok=True)
+    # A hidden folder inside a local ``dest`` (same disk; dataset readers skip dot files):
+    # save_to_disk only refuses to write into the folder its source file is in.
+    with tempfile.TemporaryDirectory(prefix=".ocrflow-export-", dir=root if local else None) as tmp:
+        staged = posixpath.join(tmp, "rows.arrow")
+        count = 0
+        with pa.OSFile(staged, "wb") as handle, pa.ipc.new_stream(handle, DOCUMENT_SCHEMA) as out:
+            for batch in _batched(rows, _BATCH_ROWS):
+                out.write_batch(pa.RecordBatch.from_pylist(batch, schema=DOCUMENT_SCHEMA))
+                count += len(batch)
+        features = datasets.Features.from_arrow_schema(DOCUMENT_SCHEMA)
+        info = datasets.DatasetInfo(description="ocrflow documents", features=features)
+        dataset = datasets.Dataset.from_file(staged, info=info)
+        bars_were_on = datasets.is_progress_bar_enabled()
+        datasets.disable_progress_bars()  # a bar per export on stderr; the CLI prints one line
+        try:
+            dataset.save_to_disk(dest, storage_options=fs.storage_options)
+        finally:
+            if bars_were_on:
+                datasets.enable_progress_bars()
+        del dataset  # its memory map of the staged file, before the folder goes
+    with fs.open(posixpath.join(root, "state.json")) as handle:
+        data_files = [f["filename"] for f in json.load(handle)["_data_files"]]
+    names = [*data_files, "dataset_info.json", "state.json"]
     return ExportReport(count, [posixpath.join(root, n) for n in names])
 
 
@@ -211,23 +227,3 @@ def _batched(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[st
             batch = []
     if batch:
         yield batch
-
-
-def schema_features(schema: pa.Schema) -> dict[str, Any]:
-    """The ``datasets`` features of an Arrow schema, as ``dataset_info.json`` holds them.
-
-    Lists use the ``[feature]`` form, which every ``datasets`` release reads.
-    """
-    return {f.name: arrow_feature(f.type) for f in schema}
-
-
-def arrow_feature(kind: pa.DataType) -> Any:
-    """One Arrow type as a ``datasets`` feature (``Value``, a list, or a dict of fields)."""
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return [arrow_feature(kind.value_type)]
-    if pa.types.is_struct(kind):
-        return {
-            kind.field(i).name: arrow_feature(kind.field(i).type) for i in range(kind.num_fields)
-        }
-    name = str(kind)
-    return {"dtype": _DTYPES.get(name, name), "_type": "Value"}

@@ -24,9 +24,9 @@ import fsspec
 from fsspec.asyn import sync
 from fsspec.spec import AbstractFileSystem
 
-from ocrflow.config.access import is_url
+from ocrflow.config.access import BACKEND_EXTRAS, is_url
 from ocrflow.config.environment import S3_ENDPOINT_VARIABLE, setting
-from ocrflow.errors import OcrflowError, WorkspaceError
+from ocrflow.errors import MissingExtra, OcrflowError, WorkspaceError
 
 _S3_PROTOCOLS = frozenset({"s3", "s3a"})
 
@@ -68,8 +68,10 @@ def filesystem(
     try:
         return fsspec.core.url_to_fs(url, **options)
     except ImportError as exc:
-        extra = " (pip install 'ocrflow[s3]')" if protocol in _S3_PROTOCOLS else ""
-        raise error(f"no fsspec backend for {protocol}:// is installed{extra}") from exc
+        backend = BACKEND_EXTRAS.get(protocol)
+        if backend is not None:
+            raise MissingExtra(f"a {protocol}:// location", *backend) from None
+        raise error(f"no fsspec backend for {protocol}:// is installed") from exc
     except (ValueError, OSError) as exc:
         raise error(f"cannot open {redact_url(url)}: {exc}") from exc
 

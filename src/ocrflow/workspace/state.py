@@ -102,6 +102,11 @@ def figure_blob_name(page: int, index: int) -> str:
     return f"fig-p{page}-{index}.png"
 
 
+def step_blob_name(page: int) -> str:
+    """A page's step checkpoint's name in the document's checkpoint folder."""
+    return f"steps-p{page:06d}.step"
+
+
 def result_from_done(record: DoneRecord) -> DocumentResult:
     """A finished document as its done marker tells it (its pages' texts are not kept)."""
     return DocumentResult(
@@ -131,7 +136,7 @@ class Workspace:
         with different settings in one OUT would make the outputs lie.
         """
         fingerprint = config.fingerprint()
-        record = {
+        record: dict[str, Any] = {
             "fingerprint": fingerprint,
             "settings": config.fingerprint_fields(),
             "run": config.public_dump(),
@@ -252,6 +257,19 @@ class Workspace:
                 return None
             figures.append(replace(figure, png=png))
         return replace(page, figures=tuple(figures))
+
+    # -- step checkpoints (multi-step recipes) --------------------------------------------
+    def save_steps(self, doc_id: str, page: int, record: Mapping[str, Any]) -> None:
+        """Checkpoint the finished steps of one page of a multi-step recipe (its first read,
+        the answers of its further requests), beside the page checkpoints: the document's
+        ``clear_pages`` drops it, and ``load_pages`` (which reads ``.json``) skips it."""
+        blob = _dumps(dict(record))
+        self.store.write_bytes(self._key("pages", doc_id, step_blob_name(page)), blob)
+
+    def load_steps(self, doc_id: str, page: int) -> dict[str, Any] | None:
+        """The step checkpoint of one page, or None."""
+        blob = self.store.read_bytes(self._key("pages", doc_id, step_blob_name(page)))
+        return json.loads(blob) if blob else None
 
     def clear_pages(self, doc_id: str) -> None:
         """Drop a finished document's checkpoints."""

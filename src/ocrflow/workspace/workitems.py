@@ -142,7 +142,7 @@ class Manifest:
 
     def all_ranges(self) -> list[WorkItem]:
         """Every range item of every split document."""
-        found = []
+        found: list[WorkItem] = []
         for key in self.store.list(RANGES_DIR):
             blob = self.store.read_bytes(key) or b"[]"
             found.extend(WorkItem.model_validate(r) for r in json.loads(blob))

@@ -20,7 +20,9 @@ from .helpers import page_image
         ("rednote-hilab/dots.ocr", "dots"),
         ("rednote-hilab/dots.mocr", "dots"),
         ("datalab-to/chandra", "chandra"),
-        ("lightonai/LightOnOCR-2-1B", "markdown"),
+        ("lightonai/LightOnOCR-2-1B", "lightonocr"),
+        ("PaddlePaddle/PaddleOCR-VL-1.5", "paddleocr-vl"),
+        ("zai-org/GLM-OCR", "glm-ocr"),
         ("nanonets/Nanonets-OCR2-3B", "markdown"),
         ("Qwen/Qwen2.5-VL-7B-Instruct", "markdown"),
         ("deepseek-ai/DeepSeek-V3", "markdown"),
@@ -56,7 +58,11 @@ def test_guided_on_needs_a_recipe_with_guided_decoding() -> None:
 
 
 def test_unknown_recipe_lists_the_valid_ones() -> None:
-    with pytest.raises(ConfigError, match="chandra, deepseek, dots, markdown, olmocr"):
+    valid = (
+        "chandra, deepseek, dots, glm-ocr, granite-docling, lightonocr, markdown, mineru, "
+        "olmocr, paddleocr-vl"
+    )
+    with pytest.raises(ConfigError, match=valid):
         recipe_for_model("x", "tesseract")
 
 

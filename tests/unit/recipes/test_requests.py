@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ocrflow.engines.completions import request_body
-from ocrflow.recipes import chandra, dots, markdown, olmocr
+from ocrflow.recipes import chandra, dots, glm_ocr, markdown, mineru, olmocr
 from ocrflow.recipes.base import ChatRecipe, ParsedPage
 from ocrflow.recipes.registry import RECIPES, recipe_for_model
 from ocrflow.types import EngineReply, PageImage
@@ -116,6 +116,76 @@ CASES = [
         0.7,
         15000,
         {},
+    ),
+    Case(
+        "lightonai/LightOnOCR-2-1B",
+        "lightonocr",
+        {},
+        0,
+        [IMAGE_PART],
+        0.2,
+        4096,
+        {"top_p": 0.9, "chat_template_kwargs": {"enable_thinking": False}},
+    ),
+    Case(
+        "lightonai/LightOnOCR-3-1B",
+        "lightonocr",
+        {"mode": "grounding"},
+        2,
+        [IMAGE_PART, text("grounding")],
+        0.3,
+        8192,
+        {"top_p": 1.0, "chat_template_kwargs": {"enable_thinking": False}},
+    ),
+    Case(
+        "m",
+        "paddleocr-vl",
+        {"task": "table"},
+        0,
+        [IMAGE_PART, text("Table Recognition:")],
+        0.0,
+        8192,
+        {"top_p": 1.0, "repetition_penalty": 1.0},
+    ),
+    Case(
+        "m",
+        "glm-ocr",
+        {},
+        0,
+        [IMAGE_PART, text("Text Recognition:")],
+        0.0,
+        8192,
+        dict(glm_ocr.GREEDY),
+    ),
+    Case(
+        "m",
+        "glm-ocr",
+        {},
+        1,
+        [IMAGE_PART, text("Text Recognition:")],
+        0.2,
+        8192,
+        dict(glm_ocr.RETRY),
+    ),
+    Case(
+        "m",
+        "mineru",
+        {},
+        0,
+        [IMAGE_PART, text("\nLayout Detection:")],
+        0.0,
+        4096,
+        mineru._sampling(0.0, 0.0),
+    ),
+    Case(
+        "m",
+        "granite-docling",
+        {},
+        0,
+        [IMAGE_PART, text("Convert this page to docling.")],
+        0.0,
+        8192,
+        {"stop": ["</doctag>", "<|end_of_text|>"], "skip_special_tokens": False},
     ),
 ]
 

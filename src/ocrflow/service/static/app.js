@@ -159,19 +159,78 @@ async function fetchImage(img, url) {
   }
 }
 
-function pageBlock(jobId, docId, page) {
+// Boxes are fractions 0..1 of the page image: placed in percent over it, they follow it at
+// any size. Positions go through the CSSOM (allowed by the CSP; style attributes are not).
+function place(node, bbox) {
+  const [x0, y0, x1, y1] = bbox.map(Number);
+  node.style.left = (x0 * 100) + "%";
+  node.style.top = (y0 * 100) + "%";
+  node.style.width = ((x1 - x0) * 100) + "%";
+  node.style.height = ((y1 - y0) * 100) + "%";
+  return node;
+}
+
+function score(value) {
+  return value === null || value === undefined ? "none" : Number(value).toFixed(2);
+}
+
+function overlay(page) {
+  const layer = el("div", { className: "boxes" });
+  for (const box of page.boxes || []) {
+    const tip = box.label + (box.source_label ? " (" + box.source_label + ")" : "") +
+      (box.confidence === null || box.confidence === undefined ? "" : " · confidence " + score(box.confidence));
+    layer.append(place(el("div", { className: "box", "data-label": box.label, "data-block": String(box.block), title: tip }), box.bbox));
+  }
+  for (const line of page.low_lines || []) {
+    layer.append(place(el("div", { className: "low-line", "data-confidence": String(line.confidence),
+      title: "low confidence " + score(line.confidence) + ": " + line.text }), line.bbox));
+  }
+  return layer;
+}
+
+function confidenceBadge(page, threshold) {
+  const lows = (page.low_lines || []).length;
+  const low = lows > 0 || (page.confidence !== null && page.confidence !== undefined && page.confidence < threshold);
+  const text = "confidence " + score(page.confidence) + (lows ? " (" + lows + (lows > 1 ? " lines" : " line") + " < " + threshold + ")" : "");
+  return el("span", { className: "badge confidence" + (low ? " low" : ""), text: text });
+}
+
+function pageBlock(jobId, docId, page, threshold) {
   const head = el("div", { className: "page-head" },
     el("strong", { text: "page " + page.page }),
     el("span", { className: "badge route", text: page.route }),
-    el("span", { className: "badge", text: page.status }));
+    el("span", { className: "badge", text: page.status }),
+    confidenceBadge(page, threshold));
   const why = page.reason ? ": " + page.reason : "";
   if (page.fallback) head.append(el("span", { className: "badge fallback", text: "fallback" + why }));
   else if (page.status !== "ok") head.append(el("span", { className: "badge problem", text: "not converted" + why }));
   const img = el("img", { alt: "page " + page.page, "data-page": String(page.page) });
   loadImage(img, "/v1/jobs/" + jobId + "/documents/" + docId + "/pages/" + page.page + ".jpg");
+  const figure = el("div", { className: "page-figure" }, img, overlay(page));
   const text = el("div", { className: "markdown" });
   text.innerHTML = page.html;  // rendered by the server with raw HTML escaped
-  return el("div", { className: "page", "data-page": String(page.page) }, head, el("div", {}, img), text);
+  return el("div", { className: "page", "data-page": String(page.page) }, head, el("div", {}, figure), text);
+}
+
+// The legend names the labels the document's boxes have, in the order they first appear.
+function showBoxTools(doc) {
+  const labels = [];
+  let lows = 0;
+  for (const page of doc.page_list) {
+    for (const box of page.boxes || []) if (!labels.includes(box.label)) labels.push(box.label);
+    lows += (page.low_lines || []).length;
+  }
+  const items = labels.map((label) => el("span", { className: "legend-item" },
+    el("span", { className: "swatch", "data-label": label }), label));
+  if (lows) items.push(el("span", { className: "legend-item" }, el("span", { className: "swatch low" }),
+    "line confidence < " + doc.low_confidence));
+  $("legend").replaceChildren(...items);
+  $("show-low-label").hidden = !lows;
+  $("box-tools").hidden = !labels.length && !lows;
+}
+
+for (const [id, hidden] of [["show-boxes", "hide-boxes"], ["show-low", "hide-low"]]) {
+  $(id).addEventListener("change", () => $("document").classList.toggle(hidden, !$(id).checked));
 }
 
 async function showDocument(jobId, docId) {
@@ -181,7 +240,8 @@ async function showDocument(jobId, docId) {
   try {
     const doc = await (await api("/v1/jobs/" + jobId + "/documents/" + docId)).json();
     $("document-title").textContent = doc.name + " (" + doc.status + ")";
-    target.replaceChildren(...doc.page_list.map((page) => pageBlock(jobId, docId, page)));
+    showBoxTools(doc);
+    target.replaceChildren(...doc.page_list.map((page) => pageBlock(jobId, docId, page, doc.low_confidence)));
     target.scrollIntoView();
   } catch (error) {
     target.replaceChildren(el("p", { className: "error", text: error.message }));

@@ -1,0 +1,114 @@
+"""Inserts in a column's flow: captions, pull quotes and boxed text set aside.
+
+A magazine column is often interrupted: a figure and its caption, a pull quote in larger
+type, a boxed note. Read top to bottom, the insert lands in the middle of a sentence ("...
+the council voted / *Photo: the harbour* / to close the pier"). Here, in blocks already in
+reading order, an insert is a run of blocks lying between two blocks of one column,
+``above`` and ``below``, such that
+
+- ``above`` does not end its paragraph: its last line runs to the column's right edge (a
+  paragraph's last line is short, and ``layout.group_blocks`` closes a block after one),
+  so the text goes on in ``below``;
+- ``below`` is not a new paragraph in the same column: its first line is not indented and
+  its type is the column's size;
+- each insert block is set off from the column: set in from its left edge (centred or
+  indented), or in smaller type. A heading is neither: it starts at the column's edge, in
+  type as large or larger, and begins what follows it.
+
+The run is moved after ``below``, the paragraph it interrupted. An insert of at most
+``CAPTION_LINES`` lines, in smaller type or under a wide gap (the figure it captions), is a
+caption; any other is an insert read as text. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ocrflow.engines.boxes import TextBlock
+
+#: Roles of a set-aside block (``layout.Paragraph.region``).
+CAPTION, INSERT = "caption", "insert"
+
+#: A caption has at most this many lines ...
+CAPTION_LINES = 3
+#: ... and either smaller type than the column's (by this ratio) or this many text
+#: heights of empty space above it (the figure).
+SMALLER = 0.9
+FIGURE_GAP = 3.0
+#: Type of the same size as the column's: within this ratio.
+SAME_SIZE = 1.2
+#: Blocks of one column share at least this share of the narrower one's width.
+SAME_COLUMN = 0.8
+#: An insert starts this many text heights in from the column's left edge.
+INDENT = 1.0
+
+
+def set_inserts_aside(blocks: Sequence[TextBlock]) -> list[tuple[TextBlock, str | None]]:
+    """``blocks`` (in reading order) with each insert run moved after the block it
+    interrupts, each paired with its role (``CAPTION``, ``INSERT``, or None)."""
+    out: list[tuple[TextBlock, str | None]] = []
+    i = 0
+    while i < len(blocks):
+        end = _insert_run(blocks, i)
+        if end is None:
+            out.append((blocks[i], None))
+            i += 1
+            continue
+        above, below = blocks[i], blocks[end]
+        out.append((above, None))
+        out.append((below, None))
+        out.extend((block, _role(block, above)) for block in blocks[i + 1 : end])
+        i = end + 1
+    return out
+
+
+def _insert_run(blocks: Sequence[TextBlock], i: int) -> int | None:
+    """Index of ``below`` when ``blocks[i + 1 : below]`` is an insert run after
+    ``blocks[i]`` (module docstring), else None."""
+    above = blocks[i]
+    if len(above.lines) < 2 or not _runs_on(above):
+        return None
+    for end in range(i + 1, min(len(blocks), i + 5)):
+        below = blocks[end]
+        if _same_column(above, below) and _continues(above, below):
+            run = blocks[i + 1 : end]
+            if run and all(_is_insert(block, above, below) for block in run):
+                return end
+            return None
+    return None
+
+
+def _runs_on(block: TextBlock) -> bool:
+    last = block.lines[-1]
+    return block.x1 - last.x1 <= 2 * last.text_height and last.kind == "line"
+
+
+def _same_column(a: TextBlock, b: TextBlock) -> bool:
+    overlap = min(a.x1, b.x1) - max(a.x0, b.x0)
+    return b.y0 >= a.y1 - a.height and overlap >= SAME_COLUMN * min(a.x1 - a.x0, b.x1 - b.x0)
+
+
+def _continues(above: TextBlock, below: TextBlock) -> bool:
+    first = below.lines[0]
+    same_size = max(above.height, below.height) <= SAME_SIZE * min(above.height, below.height)
+    return same_size and first.x0 - above.x0 <= INDENT * first.text_height
+
+
+def _is_insert(block: TextBlock, above: TextBlock, below: TextBlock) -> bool:
+    left, right = min(above.x0, below.x0), max(above.x1, below.x1)
+    inside = block.y0 >= above.y1 - above.height and block.y1 <= below.y0 + below.height
+    overlaps = min(block.x1, right) - max(block.x0, left) > 0
+    if not (inside and overlaps):
+        return False
+    # Set in from the column's left edge, or in smaller type: a heading is neither (it
+    # starts at the edge, in type as large or larger), and it starts what follows.
+    indented = block.x0 - left > INDENT * above.height
+    smaller = block.height * SAME_SIZE < above.height
+    return indented or smaller
+
+
+def _role(block: TextBlock, above: TextBlock) -> str:
+    smaller = block.height < SMALLER * above.height
+    under_figure = block.y0 - above.y1 >= FIGURE_GAP * above.height
+    short = len(block.lines) <= CAPTION_LINES
+    return CAPTION if short and (smaller or under_figure) else INSERT

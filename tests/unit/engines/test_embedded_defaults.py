@@ -1,0 +1,136 @@
+"""Regression guard: the embedded engine's default configuration, pinned.
+
+Not a timing: the steps a page goes through and the options the models run with. A change
+of detector size, backend, thread layout or batch size is a speed (or accuracy) change that
+must show up in review, with its figures in docs/embedded-engine.md, and an edit here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from ocrflow.engines import embedded, runtime
+from ocrflow.engines.embedded import EmbeddedEngine, EmbeddedOptions, default_threads
+from ocrflow.engines.ppocr import bundled_model_files
+from ocrflow.errors import ConfigError
+
+CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
+
+#: The measured defaults (docs/embedded-engine.md, "Speed"). Edit with the figures.
+PINNED_OPTIONS = {
+    "threads": 1,
+    "det_side": 1600,
+    "line_margin": 0.25,
+    "rec_batch": 1,
+    "min_score": 0.5,
+    "detect_rotation": True,
+    "backend": "onnxruntime",
+}
+PINNED_STEPS = ("detect", "classify", "recognize", "layout", "blocks")
+PINNED_MODELS = {
+    "det": "PP-OCRv6_det_small.onnx",
+    "cls": "ch_ppocr_mobile_v2.0_cls_mobile.onnx",
+    "rec": "PP-OCRv6_rec_small.onnx",
+}
+
+
+def test_default_options_are_pinned() -> None:
+    assert dataclasses.asdict(EmbeddedOptions()) == PINNED_OPTIONS
+    assert (embedded.CLASSIFY_LINES, embedded.SUSPECT_SHARE, embedded.CONFIRM_LINES) == (
+        12,
+        0.3,
+        6,
+    )
+
+
+def test_models_are_the_wheels_own_files() -> None:
+    files = bundled_model_files()
+    assert {task: path.name for task, path in files.items()} == PINNED_MODELS
+    assert all(path.is_file() for path in files.values())
+
+
+def test_thread_layout_shares_the_cores_among_parallel_pages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cores = {"n": 2}
+    monkeypatch.setattr(embedded.os, "cpu_count", lambda: cores["n"])
+    # 2 cores: one page alone gets both, two pages at once one each.
+    assert (default_threads(1), default_threads(2), default_threads(4)) == (2, 1, 1)
+    cores["n"] = 16
+    assert (default_threads(1), default_threads(4), default_threads(16)) == (4, 4, 1)
+    assert EmbeddedEngine(max_parallel=16).options.threads == 1
+
+
+def test_auto_backend_is_openvino_exactly_when_installed() -> None:
+    expected = "openvino" if runtime.openvino_installed() else "onnxruntime"
+    assert runtime.resolve_backend("auto") == expected
+    assert runtime.resolve_backend("onnxruntime") == "onnxruntime"
+    with pytest.raises(ConfigError, match="not one of"):
+        runtime.resolve_backend("tensorrt")
+
+
+def test_openvino_settings_give_each_parallel_page_a_stream() -> None:
+    assert runtime.openvino_config(1, 2) == {
+        "INFERENCE_NUM_THREADS": "2",
+        "NUM_STREAMS": "2",
+        "PERFORMANCE_HINT": "LATENCY",
+        "ENABLE_CPU_PINNING": "NO",
+    }
+
+
+def _loaded(**options: object) -> EmbeddedEngine:
+    engine = EmbeddedEngine(**options)  # type: ignore[arg-type]
+    engine.recognize(Image.new("RGB", (64, 64), "white"))  # loads the models
+    return engine
+
+
+def test_loaded_models_run_with_the_pinned_pre_and_post_processing() -> None:
+    models = _loaded(max_parallel=2)._models
+    assert models is not None
+    assert (models.detector.limit_type, models.detector.limit_side_len) == ("max", 1600)
+    assert models.classifier.cls_batch_num == embedded.CLASSIFY_LINES
+    assert models.recognizer.rec_batch_num == 1
+    # Lines are not padded to rapidocr's 320 px minimum width.
+    assert list(models.recognizer.rec_image_shape) == [3, 48, 48]
+
+
+@pytest.mark.skipif(not runtime.openvino_installed(), reason="the openvino extra is absent")
+def test_the_openvino_backend_gives_each_parallel_page_a_stream() -> None:
+    models = _loaded(max_parallel=2, threads=1, backend="openvino")._models
+    assert models is not None
+    for wrapper in models.wrappers():
+        assert isinstance(wrapper.session, runtime.OpenVinoSession)
+        compiled = wrapper.session._compiled
+        assert int(compiled.get_property("NUM_STREAMS")) == 2
+        assert int(compiled.get_property("INFERENCE_NUM_THREADS")) == 2
+
+
+def test_onnxruntime_sessions_sleep_between_operators() -> None:
+    models = _loaded(backend="onnxruntime", threads=2)._models
+    assert models is not None
+    for wrapper in models.wrappers():
+        options = wrapper.session.session.get_session_options()
+        assert options.intra_op_num_threads == 2
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+def test_a_page_goes_through_the_pinned_steps() -> None:
+    page = CORPUS / "images" / "tesseract__phototest.tif"
+    with Image.open(page) as image:
+        result = EmbeddedEngine(threads=1).recognize(image)
+    assert tuple(result.timings) == PINNED_STEPS
+    assert "quick brown dog" in result.text
+
+
+def test_onnxruntime_is_the_default_runtime_and_the_flag_reaches_the_engine() -> None:
+    from ocrflow.config.builder import build_run_config
+    from ocrflow.engines.factory import build_engine
+
+    assert build_run_config(["in"], "out").engine.backend == "onnxruntime"
+    chosen = build_run_config(["in"], "out", embedded_backend="openvino").engine
+    engine = build_engine(chosen)
+    assert isinstance(engine, EmbeddedEngine) and engine.options.backend == "openvino"
