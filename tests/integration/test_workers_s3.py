@@ -29,7 +29,7 @@ DOCS = [
 
 
 #: Pages converted of each document, and pages an item: two items for most documents.
-PAGES, SPLIT = 8, 4
+PAGES, SPLIT = 4, 2
 
 
 def _cli(*args: str) -> list[str]:
@@ -75,8 +75,8 @@ def test_two_workers_one_killed_every_page_once(
     env = {**os.environ, **s3_endpoint.env}
     inputs = [str(corpus / "pdfs" / d) for d in DOCS] + [str(samples)]
     common = ["--lease-ttl", "6", "--workers", "1", "-q", "--json"]
-    # Every page OCRed (about 0.5 s each): two items a document, as before, with two thirds
-    # of the pages, still long enough for the second worker to join.
+    # Every page OCRed (about 0.5 s each): two items a document (4 pages in items of 2),
+    # still long enough for the second worker to join and be killed holding a lease.
     plan = ["--split-pages", str(SPLIT), "--pages", f"1-{PAGES}", "--text-layer", "off"]
     first = subprocess.Popen(
         _cli("run", *inputs, "-o", out, *plan, *common),
