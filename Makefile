@@ -16,19 +16,21 @@ demo: $(BIN)/ocrflow
 	$(BIN)/ocrflow run examples/ -o out/; test $$? -le 1
 	$(BIN)/ocrflow status out/
 
-## make test: set up (Tesseract too, when we may install it), then run the whole test suite
+## make test: set up (Tesseract too, when we may install it), then run the whole test suite in
+## two pytest-xdist workers, one test file each at a time (most integration tests wait on
+## servers and subprocesses, so two workers use the two cores that one left half idle)
 test: $(BIN)/ocrflow
 	bash scripts/system-deps.sh
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
 ## make test-fast: the unit tests alone, no system installs and nothing marked slow (~2-3 min
 ## on 2 cores); a test group whose tools are missing here skips instead of failing
 test-fast: $(BIN)/ocrflow
 	OCRFLOW_ALLOW_SKIP=$${OCRFLOW_ALLOW_SKIP:-all} $(BIN)/python -m pytest -q tests/unit \
-		-m "not slow and not vllm and not s3" --durations=15
+		-n 2 --dist loadfile -m "not slow and not vllm and not s3" --durations=15
 
 lint: $(BIN)/ocrflow
 	$(BIN)/ruff check src tests bench scripts

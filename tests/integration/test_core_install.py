@@ -23,7 +23,10 @@ EXAMPLES = ROOT / "examples"
 PACKAGE_FILES = ("pyproject.toml", "README.md", "LICENSE", "src", "constraints")
 
 # The optional extras' packages: none may be in the core install.
-EXTRAS_PACKAGES = ("pyarrow", "fastapi", "sqlalchemy", "alembic", "uvicorn", "rapidfuzz", "aiohttp")
+EXTRAS_PACKAGES = (
+    "pyarrow", "pikepdf", "lxml", "fastapi", "sqlalchemy", "alembic", "uvicorn", "rapidfuzz",
+    "aiohttp",
+)  # fmt: skip
 
 pytestmark = pytest.mark.slow
 
@@ -95,12 +98,15 @@ def test_serve_without_its_extra_names_it(core_venv: Path, tmp_path: Path) -> No
     assert "Traceback" not in done.stderr
 
 
-def test_parquet_without_its_extra_names_it(core_venv: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("fmt", "extra"), [("parquet", "parquet"), ("pdf", "pdf")])
+def test_a_format_without_its_extra_names_it(
+    core_venv: Path, tmp_path: Path, fmt: str, extra: str
+) -> None:
     done = subprocess.run(
         [str(core_venv / "bin" / "ocrflow"), "run", str(EXAMPLES / "born-digital.pdf"),
-         "-o", str(tmp_path / "out"), "--format", "parquet"],
+         "-o", str(tmp_path / "out"), "--format", fmt],
         capture_output=True, text=True, timeout=120, env=_env(),
     )  # fmt: skip
     assert done.returncode == 2, (done.returncode, done.stderr[-3000:])
-    assert "pip install 'ocrflow[parquet]'" in done.stderr
+    assert f"pip install 'ocrflow[{extra}]'" in done.stderr
     assert "Traceback" not in done.stderr

@@ -78,7 +78,8 @@ def _acceptance(served_url: str, root: Path) -> str:
         # Auth and isolation: no token 401, a bad token 401, another token 404 everywhere.
         assert client.get(f"/v1/jobs/{job_id}").status_code == 401
         assert client.get(f"/v1/jobs/{job_id}", headers=auth("nope")).status_code == 401
-        for method, path in [("GET", ""), ("GET", "/results"), ("DELETE", "")]:
+        for method, path in [("GET", ""), ("GET", "/results"), ("POST", "/cancel"),
+                             ("DELETE", "")]:  # fmt: skip
             answer = client.request(method, f"/v1/jobs/{job_id}{path}", headers=auth(TOKEN_B))
             assert answer.status_code == 404, (method, path)
         assert client.get("/v1/jobs", headers=auth(TOKEN_B)).json()["jobs"] == []

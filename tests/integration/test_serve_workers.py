@@ -108,7 +108,7 @@ def test_fair_share_and_cancel(slow_engine: ServerHandle, tmp_path: Path) -> Non
         # The short job finished while the 24-page one, submitted first, was still at work.
         assert running["status"] == "running", (done, running)
         assert running["pages"]["done"] < 24
-        cancelled = client.delete(f"/v1/jobs/{long_id}", headers=auth(TOKEN_A)).json()
+        cancelled = client.post(f"/v1/jobs/{long_id}/cancel", headers=auth(TOKEN_A)).json()
         assert cancelled["status"] == "cancelled"
         time.sleep(1.5)
         after = client.get(f"/v1/jobs/{long_id}", headers=auth(TOKEN_A)).json()

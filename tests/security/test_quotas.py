@@ -98,7 +98,8 @@ def test_unfinished_jobs_per_token_even_when_submitted_at_once(tmp_path: Path) -
         assert post_pdf(client, TOKEN_B).status_code == 201
         # A finished (here: cancelled) job frees its place.
         first = next(a.json()["id"] for a in answers if a.status_code == 201)
-        assert client.delete(f"/v1/jobs/{first}", headers=auth(TOKEN_A)).status_code == 200
+        cancel = client.post(f"/v1/jobs/{first}/cancel", headers=auth(TOKEN_A))
+        assert cancel.status_code == 200 and cancel.json()["status"] == "cancelled"
         assert post_pdf(client, TOKEN_A).status_code == 201
         assert_refused(post_pdf(client, TOKEN_A))
     assert len(job_folders(root)) == 6

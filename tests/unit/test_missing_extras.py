@@ -62,6 +62,17 @@ def test_format_parquet_without_pyarrow(tmp_path: Path) -> None:
     assert not list(out.glob("markdown/*")), "a document was converted"
 
 
+def test_format_pdf_without_pikepdf(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = _ocrflow_without(
+        "pikepdf", "run", str(EXAMPLES / "scanned.pdf"), "-o", str(out),
+        "--format", "markdown,pdf",
+    )  # fmt: skip
+    line = _refused(done, "pdf")
+    assert "--format pdf" in line and "pikepdf" in line
+    assert not list(out.glob("markdown/*")), "a document was converted"
+
+
 def test_a_dataset_input_without_pyarrow(tmp_path: Path) -> None:
     dataset = tmp_path / "rows.parquet"
     pdf = (EXAMPLES / "scanned.pdf").read_bytes()
@@ -96,7 +107,10 @@ def test_serve_without_fastapi(tmp_path: Path) -> None:
 
 def test_run_with_markdown_and_jsonl_needs_no_extra(tmp_path: Path) -> None:
     # The core command with every optional package hidden: the run converts the document.
-    hidden = "pyarrow,rapidfuzz,fastapi,sqlalchemy,alembic,uvicorn,aiohttp,s3fs,ray,docling_core"
+    hidden = (
+        "pyarrow,pikepdf,lxml,rapidfuzz,fastapi,sqlalchemy,alembic,uvicorn,aiohttp,s3fs,ray,"
+        "docling_core"
+    )
     out = tmp_path / "out"
     done = _ocrflow_without(
         hidden, "run", str(EXAMPLES / "born-digital.pdf"), "-o", str(out),

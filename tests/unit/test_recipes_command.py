@@ -86,3 +86,35 @@ def test_table_names_each_recipe_and_its_licence() -> None:
     for name in REQUIRED:
         assert name in done.output
     assert "Apache-2.0" in done.output and "--speculative-config" in done.output
+
+
+def test_json_rows_of_the_new_model_generations() -> None:
+    rows = {row["name"]: row for row in _json_rows()}
+    dots = rows["dots"]
+    assert dots["models"] == ["rednote-hilab/dots.mocr", "rednote-hilab/dots.ocr"]
+    flags = " ".join(dots["vllm_flags"])
+    assert "--chat-template-content-format string" in flags and "--trust-remote-code" in flags
+    deepseek = rows["deepseek"]
+    assert deepseek["models"][0] == "deepseek-ai/DeepSeek-OCR-2"
+    assert (deepseek["image_size"], deepseek["sampling"]["max_tokens"]) == (1584, 8192)
+    assert deepseek["licence"].startswith("Apache-2.0") and "MIT" in deepseek["licence"]
+    assert "--logits_processors" in deepseek["vllm_flags"]
+    chandra = rows["chandra"]
+    assert chandra["models"] == ["datalab-to/chandra-ocr-2", "datalab-to/chandra"]
+    assert chandra["sampling"]["temperatures"] == [0.0, 0.2, 0.4, 0.6, 0.8, 0.8, 0.8]
+    assert chandra["vllm_flags"][:2] == ["--max-model-len", "18000"]
+    assert "--mm-processor-kwargs" in chandra["vllm_flags"]
+    assert chandra["prompt"].startswith("OCR this image to HTML")
+    assert "OpenRAIL-M" in chandra["licence"]
+
+
+def test_older_generations_keep_their_own_flags() -> None:
+    # A row describes its first model; the older ones keep their authors' servers.
+    assert (
+        "--chat-template-content-format"
+        not in recipe_for_model("rednote-hilab/dots.ocr").server_flags
+    )
+    assert recipe_for_model("datalab-to/chandra").server_flags[:2] == (
+        "--max-model-len",
+        "32768",
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,18 @@ def test_job_options_apply_to_the_service_config(tmp_path: Path) -> None:
         job_config(base, parse_options({"engine": "vllm"}), ["in"], "out")
     with pytest.raises(OptionError, match="format"):
         job_config(base, parse_options({"format": "docx"}), ["in"], "out")
+
+
+def test_a_format_whose_extra_is_missing_is_refused_at_submission(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A None entry in sys.modules makes the import fail, as in an install without the extra.
+    monkeypatch.setitem(sys.modules, "pikepdf", None)
+    base = RunConfig(inputs=(), output=str(tmp_path))
+    with pytest.raises(OptionError, match=r"invalid option 'formats'.*ocrflow\[pdf\]"):
+        job_config(base, parse_options({"format": "markdown,pdf"}), ["in"], "out")
+    config = job_config(base, parse_options({"format": "markdown,hocr"}), ["in"], "out")
+    assert config.out.formats == ("markdown", "hocr")
 
 
 def test_uris_must_stay_under_a_prefix(tmp_path: Path) -> None:

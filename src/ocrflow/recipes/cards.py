@@ -32,29 +32,43 @@ class RecipeCard:
 OLMOCR_CARD = RecipeCard(
     models=("allenai/olmOCR-2-7B-1025", "allenai/olmOCR-2-7B-1025-FP8"),
     boxes=False,
+    # allenai/olmocr README "License": "olmOCR is licensed under Apache 2.0" (commit
+    # f7cfe4c22098b154c76b6ec950d1c0a464eecf8d); the olmOCR model cards say
+    # "license: apache-2.0" (e.g. https://huggingface.co/allenai/olmOCR-7B-0825-FP8).
     licence="Apache-2.0",
     notes="figures only: the YAML front matter gives no block boxes",
 )
 DEEPSEEK_CARD = RecipeCard(
-    models=("deepseek-ai/DeepSeek-OCR",),
+    # DeepSeek-OCR 2 first: the current model (recipes/deepseek.py, ``deepseek_recipe``).
+    models=("deepseek-ai/DeepSeek-OCR-2", "deepseek-ai/DeepSeek-OCR"),
     boxes=True,
-    licence="MIT",
+    # DeepSeek-OCR-2: "license: apache-2.0" on its card and LICENSE.txt of
+    # deepseek-ai/DeepSeek-OCR-2 (commit 2f3699ebbb96fa8af32212e8c170f2cc28730fad);
+    # DeepSeek-OCR: "license: mit" on https://huggingface.co/deepseek-ai/DeepSeek-OCR.
+    licence="Apache-2.0 (DeepSeek-OCR-2); MIT (DeepSeek-OCR)",
     notes="grounding prompt: <|ref|>label<|/ref|><|det|>[[box]]<|/det|> on a 0-999 grid",
 )
 DOTS_CARD = RecipeCard(
-    # dots.mocr (dots.ocr-1.5) keeps dots.ocr's layout prompt, JSON cells and sampling
-    # (rednote-hilab/dots.ocr at 36d7248878f181c6257dc1cbd799ae940970444f: utils/prompts.py,
-    # model/inference.py).
-    models=("rednote-hilab/dots.ocr", "rednote-hilab/dots.mocr"),
+    # dots.mocr (dots.ocr-1.5) first: the authors' current model. It keeps dots.ocr's
+    # layout prompt, JSON cells and sampling (rednote-hilab/dots.ocr at
+    # 36d7248878f181c6257dc1cbd799ae940970444f: dots_ocr/utils/prompts.py,
+    # dots_ocr/model/inference.py); its server adds one flag (recipes/dots.py).
+    models=("rednote-hilab/dots.mocr", "rednote-hilab/dots.ocr"),
     boxes=True,
-    licence="MIT with the dots.ocr licence agreement's terms",
+    # The repository's LICENSE (MIT) plus its model licence agreement (file "dots.ocr
+    # LICENSE AGREEMENT", titled "dots.mocr LICENSE AGREEMENT" at the commit above).
+    licence="MIT with the dots.ocr/dots.mocr licence agreement's terms",
     notes="JSON cells; boxes in pixels of the smart-resized image",
 )
 CHANDRA_CARD = RecipeCard(
-    models=("datalab-to/chandra",),
+    # Chandra 2 first: chandra-ocr 0.2.0's default checkpoint (recipes/chandra2.py).
+    models=("datalab-to/chandra-ocr-2", "datalab-to/chandra"),
     boxes=True,
+    # "license: openrail", "license_link: LICENSE" on
+    # https://huggingface.co/datalab-to/chandra-ocr-2: the "AI PUBS OPEN RAIL-M LICENSE
+    # (MODIFIED)" that is also MODEL_LICENSE of datalab-to/chandra (commit a6928a2).
     licence="OpenRAIL-M (modified; see the card)",
-    notes="HTML layout blocks; boxes on a 0-1024 grid",
+    notes="HTML layout blocks; boxes on a 0-1000 grid (0-1024 for Chandra 1)",
 )
 MARKDOWN_CARD = RecipeCard(
     models=(
@@ -63,6 +77,7 @@ MARKDOWN_CARD = RecipeCard(
         "nanonets/Nanonets-OCR2-3B",
     ),
     boxes=False,
+    # Any VLM: no single licence, each model's own card.
     licence="per model (see its card)",
     notes="any VLM answering in Markdown",
 )

@@ -11,13 +11,21 @@ Form, Table-Of-Contents and Figure. Page headers and footers become attributes; 
 Figure blocks become figure crops. Every layout block is also a block of the page
 (``ParsedPage.blocks``: label mapped, box in 0..1, Markdown). Prompt and sampling follow the
 chandra repository.
+
+Chandra 2 (``datalab-to/chandra-ocr-2``) answers in the same blocks with a 0-1000 grid and
+four more labels: Chemical-Block (``<chem>`` SMILES: a formula), Diagram (Mermaid: a
+figure, its text kept, not cropped, as chandra's ``output.py`` crops Image and Figure
+only), Bibliography (text) and Blank-Page (dropped). ``chandra_recipe`` picks its prompt,
+grid, retry temperatures and server flags by the model id; ``recipes/chandra2.py`` cites
+the authors' files they come from.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ocrflow.recipes import chandra2
 from ocrflow.recipes.base import ChatRecipe, ParsedPage
 from ocrflow.recipes.common import reject_loop, require_stop
 from ocrflow.recipes.layout import FigureSet, grounded_block, is_area, parse_box, scale_box
@@ -106,6 +114,10 @@ _BLOCK_LABELS = {
     "Table": BlockLabel.TABLE,
     "Text": BlockLabel.TEXT,
     "Code-Block": BlockLabel.CODE,
+    # Chandra 2's new labels.
+    "Chemical-Block": BlockLabel.FORMULA,
+    "Diagram": BlockLabel.FIGURE,
+    "Bibliography": BlockLabel.TEXT,
 }
 
 
@@ -204,3 +216,9 @@ class ChandraRecipe(ChatRecipe):
         if len(numbers) != 4:
             return []
         return [scale_box(numbers, self.bbox_scale, self.bbox_scale)]
+
+
+def chandra_recipe(model: str = "", **options: Any) -> ChandraRecipe:
+    """A ``ChandraRecipe`` for ``model``: Chandra 2's settings when the id names it."""
+    defaults = dict(chandra2.SETTINGS) if chandra2.is_chandra2(model) else {}
+    return replace(ChandraRecipe(model=model), **(defaults | options))

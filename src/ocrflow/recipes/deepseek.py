@@ -14,12 +14,33 @@ crops; boxes on the 0-999 grid become fractions of the page. Every region is als
 of the page (``ParsedPage.blocks``): its label mapped to the document model's, its box, its
 Markdown. ``free`` mode answers with plain Markdown. Serving settings follow vLLM's
 DeepSeek-OCR recipe.
+
+DeepSeek-OCR 2 (``deepseek-ai/DeepSeek-OCR-2``) keeps the reply format (the same
+``<|ref|>``/``<|det|>`` regions on the 0-999 grid), the prompts and the server flags; its
+settings, selected by the model id (``deepseek_recipe``), follow the authors' vLLM runner,
+repository deepseek-ai/DeepSeek-OCR-2 at commit 2f3699ebbb96fa8af32212e8c170f2cc28730fad:
+
+- ``DeepSeek-OCR2-master/DeepSeek-OCR2-vllm/run_dpsk_ocr2_pdf.py``: the n-gram
+  processor with ``ngram_size=20, window_size=50`` and the same ``<td>``/``</td>``
+  whitelist (DeepSeek-OCR: 30/90), temperature 0, ``max_tokens=8192`` with
+  ``max_model_len=8192`` (vLLM clamps the budget to the room the prompt leaves), special
+  tokens kept; PDF pages rendered at 144 dpi.
+- ``DeepSeek-OCR2-vllm/config.py``: ``PROMPT = '<image>\\n<|grounding|>Convert the document
+  to markdown.'`` (``Free OCR.`` without layout), as DeepSeek-OCR; ``BASE_SIZE=1024``,
+  ``IMAGE_SIZE=768``, ``CROP_MODE=True``, 2-6 crops: one 1024 px global view plus up to six
+  768 px tiles (README "Support-Modes": dynamic resolution is the only mode). vLLM's own
+  DeepSeek-OCR-2 processor tiles the same way, so the page is sent as the runner renders
+  it: 1584 px, 144 dpi on a Letter page, rather than DeepSeek-OCR's untiled 640 px.
+- Server (vLLM recipes ``DeepSeek/DeepSeek-OCR-2.md``): the same logits processor,
+  ``--no-enable-prefix-caching --mm-processor-cache-gb 0``.
+- Weights: Apache-2.0 (``LICENSE.txt`` of that repository; the card's licence field),
+  where DeepSeek-OCR's are MIT.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -60,6 +81,12 @@ SERVER_FLAGS = (
 NGRAM_ARGS = MappingProxyType(
     {"ngram_size": 30, "window_size": 90, "whitelist_token_ids": (128821, 128822)}
 )
+#: What DeepSeek-OCR 2's vLLM runner changes (``run_dpsk_ocr2_pdf.py``): a shorter n-gram
+#: window, the whole context as budget, the page at 144 dpi for its 768 px tiling.
+OCR2_SETTINGS = MappingProxyType(
+    {"ngram_size": 20, "window_size": 50, "max_tokens": 8192, "target_dim": 1584}
+)
+_OCR2 = re.compile(r"deepseek[-_.]?ocr[-_.]?2(?!\d)", re.IGNORECASE)
 
 GRID = 999
 _REGION = re.compile(r"<\|ref\|>(.*?)<\|/ref\|>\s*<\|det\|>(.*?)<\|/det\|>", re.S)
@@ -109,6 +136,9 @@ class DeepseekRecipe(ChatRecipe):
     max_tokens: int = 7000
     server_flags: tuple[str, ...] = SERVER_FLAGS
     table_format: str = TABLES_HTML
+    #: The n-gram processor's ``ngram_size`` and ``window_size`` (``vllm_xargs``).
+    ngram_size: int = 30
+    window_size: int = 90
 
     def __post_init__(self) -> None:
         if self.mode not in PROMPTS:
@@ -122,7 +152,8 @@ class DeepseekRecipe(ChatRecipe):
 
     def extra_body(self, attempt: int) -> dict[str, Any]:
         """Special tokens kept so the grounding tags survive; the n-gram processor's args."""
-        return {"skip_special_tokens": False, "vllm_xargs": _ngram_args()}
+        xargs = _ngram_args() | {"ngram_size": self.ngram_size, "window_size": self.window_size}
+        return {"skip_special_tokens": False, "vllm_xargs": xargs}
 
     def parse(self, reply: EngineReply) -> ParsedPage:
         """Regions into Markdown in the order given; ``image`` regions into figures."""
@@ -163,6 +194,18 @@ class DeepseekRecipe(ChatRecipe):
         if label == "table" or "<table" in text.lower():
             return convert_tables(_clean_tables(text), self.table_format)
         return text
+
+
+def is_ocr2(model: str) -> bool:
+    """Whether ``model`` names DeepSeek-OCR 2 (``deepseek-ai/DeepSeek-OCR-2``)."""
+    return bool(_OCR2.search(model))
+
+
+def deepseek_recipe(model: str = "", **options: Any) -> DeepseekRecipe:
+    """A ``DeepseekRecipe`` with the settings of ``model``'s generation, then ``options``."""
+    recipe = DeepseekRecipe(model=model)
+    defaults = dict(OCR2_SETTINGS) if is_ocr2(model) else {}
+    return replace(recipe, **(defaults | options))
 
 
 def _ngram_args() -> dict[str, Any]:

@@ -13,13 +13,25 @@ sent: the pipeline records it as ``image_width``/``image_height`` in
 attributes, not body text. Every cell is also a block of the page (``ParsedPage.blocks``,
 its box in 0..1 when the image size is known). Prompt and sampling follow the dots.ocr
 repository.
+
+dots.mocr (``rednote-hilab/dots.mocr``, formerly dots.ocr-1.5) is read by the same recipe:
+repository rednote-hilab/dots.ocr at commit 36d7248878f181c6257dc1cbd799ae940970444f (now
+dots.mocr's) keeps ``prompt_layout_all_en`` word for word (``dots_ocr/utils/prompts.py``),
+the image-token prefix, temperature 0.1 and top_p 0.9 (``dots_ocr/model/inference.py``),
+the 16384-token budget (``dots_ocr/parser.py``) and the pixel limits
+(``dots_ocr/utils/consts.py``). What differs is the server: its README ("vLLM
+inference") and ``demo/launch_model_vllm.sh`` start dots.mocr with
+``--chat-template-content-format string``, where the dots.ocr README (commit
+c3084bd43758c8597ae1883104ac1b2d39109532, vLLM >= 0.11) serves dots.ocr without it.
+``dots_recipe`` adds the flag when the model id names dots.mocr. (``dots.mocr-svg`` is an
+image-to-SVG model with its own prompt, not a layout reader.)
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ocrflow.errors import ParseError
@@ -69,6 +81,12 @@ layout element's bbox, its category, and the corresponding text content within t
 #: not insert its own placeholder plus a newline, so the prompt matches training.
 IMAGE_TOKENS = "<|img|><|imgpad|><|endofimg|>"
 
+SERVER_FLAGS = ("--trust-remote-code", "--max-model-len", "32768")
+#: dots.mocr's chat template reads the user turn as one string: vLLM must flatten the
+#: content parts (README, ``vllm serve rednote-hilab/dots.mocr ...``).
+MOCR_FLAGS = (*SERVER_FLAGS, "--chat-template-content-format", "string")
+_MOCR = re.compile(r"dots[-_.]?mocr", re.IGNORECASE)
+
 #: dots.ocr image processor limits (``min_pixels``/``max_pixels``).
 MIN_PIXELS = 3136
 MAX_PIXELS = 11289600
@@ -104,7 +122,7 @@ class DotsRecipe(ChatRecipe):
     temperatures: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5, 0.7)
     top_p: float = 0.9
     max_tokens: int = 16384
-    server_flags: tuple[str, ...] = ("--trust-remote-code", "--max-model-len", "32768")
+    server_flags: tuple[str, ...] = SERVER_FLAGS
     table_format: str = TABLES_HTML
 
     def __post_init__(self) -> None:
@@ -152,6 +170,12 @@ class DotsRecipe(ChatRecipe):
         if category in ("Title", "Section-header"):
             return ensure_heading(text, 1 if category == "Title" else 2)
         return _SPACES.sub(" ", text)
+
+
+def dots_recipe(model: str = "", **options: Any) -> DotsRecipe:
+    """A ``DotsRecipe`` for ``model``: dots.mocr's server flags when the id names it."""
+    defaults = {"server_flags": MOCR_FLAGS} if _MOCR.search(model) else {}
+    return replace(DotsRecipe(model=model), **(defaults | options))
 
 
 def _join(parts: list[tuple[str, str]]) -> str:

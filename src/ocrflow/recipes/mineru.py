@@ -72,6 +72,11 @@ SERVER_FLAGS = ("--logits-processors", "mineru_vl_utils:MinerULogitsProcessor")
 CARD = RecipeCard(
     models=("opendatalab/MinerU2.5-2509-1.2B",),
     boxes=True,
+    # The MinerU2.5-2509-1.2B card's licence as released (AGPL-3.0, MinerU's licence then;
+    # also what Voxel51's model-zoo page for the card lists). Not re-read from the card
+    # itself here: MinerU's *code* moved to the Apache-2.0-based "MinerU Open Source
+    # License" in 3.1.0 (opendatalab/MinerU README, commit 79d6d8d7); check the card
+    # (https://huggingface.co/opendatalab/MinerU2.5-2509-1.2B) before relying on it.
     licence="AGPL-3.0",
     notes="two steps: layout on a 1036x1036 page, then one request per block crop",
 )

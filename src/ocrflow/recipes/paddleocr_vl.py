@@ -71,6 +71,7 @@ CARD = RecipeCard(
         "PaddlePaddle/PaddleOCR-VL-1.6",
     ),
     boxes=False,
+    # "license: apache-2.0" in the card's metadata (https://huggingface.co/PaddlePaddle/PaddleOCR-VL).
     licence="Apache-2.0",
     notes="one page per request with an element prompt; the layout step is not used",
 )

@@ -19,9 +19,9 @@ from ocrflow.recipes.cards import (
     OLMOCR_CARD,
     RecipeCard,
 )
-from ocrflow.recipes.chandra import ChandraRecipe
-from ocrflow.recipes.deepseek import DeepseekRecipe
-from ocrflow.recipes.dots import DotsRecipe
+from ocrflow.recipes.chandra import chandra_recipe
+from ocrflow.recipes.deepseek import deepseek_recipe
+from ocrflow.recipes.dots import dots_recipe
 from ocrflow.recipes.markdown import markdown_recipe
 from ocrflow.recipes.olmocr import OlmocrRecipe
 
@@ -29,9 +29,9 @@ from ocrflow.recipes.olmocr import OlmocrRecipe
 RECIPES: Mapping[str, Callable[..., Recipe]] = MappingProxyType(
     {
         "olmocr": OlmocrRecipe,
-        "deepseek": DeepseekRecipe,
-        "dots": DotsRecipe,
-        "chandra": ChandraRecipe,
+        "deepseek": deepseek_recipe,
+        "dots": dots_recipe,
+        "chandra": chandra_recipe,
         "markdown": markdown_recipe,
         "lightonocr": lightonocr.lightonocr_recipe,
         "paddleocr-vl": paddleocr_vl.PaddleocrVlRecipe,

@@ -22,6 +22,7 @@ from .background import Background
 from .contract import (
     BEARER,
     JobCreated,
+    deleted_job_links,
     error_responses,
     install,
     job_links,
@@ -89,6 +90,7 @@ def create_app(service: Service) -> FastAPI:
     app.state.service = service
     install(app, tokens=service.tokens.enabled)
     _add_routes(app)
+    _add_changes(app)
     app.include_router(apidocs.router)
     include_optional_routers(app)
     return app
@@ -220,17 +222,6 @@ def _add_routes(app: FastAPI) -> None:
         """A job's status and progress."""
         return job_view(_own_job(request, owner, job_id))
 
-    @app.delete(
-        "/v1/jobs/{job_id}",
-        tags=["jobs"],
-        operation_id="cancel_job",
-        responses=error_responses(401, 404),
-    )
-    def cancel_job(request: Request, owner: Owner, job_id: str) -> dict[str, Any]:
-        """Cancel a job: its running pages stop, what is finished stays."""
-        _own_job(request, owner, job_id)
-        return job_view(_found(_service(request).jobs.cancel(owner, job_id)))
-
     @app.get(
         "/v1/jobs/{job_id}/results",
         tags=["jobs"],
@@ -260,6 +251,45 @@ def _add_routes(app: FastAPI) -> None:
         archive = _zip(base, list(jobs.result_files(job_id, folder, suffix)))
         headers["Content-Disposition"] = f'attachment; filename="{job_id}-{folder}.zip"'
         return StreamingResponse(_drain(archive), media_type="application/zip", headers=headers)
+
+
+def _add_changes(app: FastAPI) -> None:
+    """The routes that change a job: cancel it, delete it."""
+
+    @app.post(
+        "/v1/jobs/{job_id}/cancel",
+        tags=["jobs"],
+        operation_id="cancel_job",
+        responses=error_responses(401, 404),
+    )
+    def cancel_job(request: Request, owner: Owner, job_id: str) -> dict[str, Any]:
+        """Cancel a job: workers stop claiming its documents and its running pages stop
+        within a second; its finished documents and page checkpoints stay readable."""
+        _own_job(request, owner, job_id)
+        return job_view(_found(_service(request).jobs.cancel(owner, job_id)))
+
+    @app.delete(
+        "/v1/jobs/{job_id}",
+        tags=["jobs"],
+        operation_id="delete_job",
+        responses={
+            200: {
+                "description": "The job as it was last, with status `deleted`; from now on "
+                "every read of it is a 404",
+                "links": deleted_job_links(),
+            },
+            **error_responses(401, 404),
+        },
+    )
+    def delete_job(request: Request, owner: Owner, job_id: str) -> dict[str, Any]:
+        """Delete a job: cancelled first if it still runs, then gone with its results (its
+        folder is removed once no worker holds it). A second DELETE is a 404."""
+        if not JOB_ID.match(job_id):
+            raise HTTPException(404, "no such job")
+        view = _service(request).jobs.delete(owner, job_id)
+        if view is None:
+            raise HTTPException(404, "no such job")
+        return view
 
 
 async def _create(

@@ -1,4 +1,5 @@
-"""The service's background thread: in-process worker slots, the database sync, callbacks.
+"""The service's background thread: in-process worker slots, the database sync, callbacks,
+and the removal of deleted jobs' folders once no worker holds them.
 
 It has its own event loop, so OCR work never slows the API's loop; stopping it cancels the
 loop's main task (running pages stop; the workspace keeps everything finished).
@@ -32,6 +33,7 @@ class Background:
         self._thread = threading.Thread(target=self._run, name="ocrflow-workers", daemon=True)
         self._ready = threading.Event()
         self._callbacks: dict[str, asyncio.Task[None]] = {}
+        self._scheduler: Scheduler | None = None
 
     def start(self) -> None:
         """Start the thread (returns once its loop runs)."""
@@ -55,7 +57,8 @@ class Background:
         async with asyncio.TaskGroup() as group:
             group.create_task(self._sync_forever())
             if self.scheduler.slots > 0:
-                group.create_task(Scheduler(self.scheduler).run())
+                self._scheduler = Scheduler(self.scheduler)
+                group.create_task(self._scheduler.run())
 
     async def _sync_forever(self) -> None:
         while True:
@@ -68,6 +71,12 @@ class Background:
             except Exception:
                 log.exception("could not refresh job progress")
                 due = []
+            try:
+                # Deleted jobs' folders go once no slot (read here, on the slots' loop)
+                # nor any lease holds them.
+                await asyncio.to_thread(self.jobs.purge, self._busy())
+            except Exception:
+                log.exception("could not remove deleted jobs")
             for row in due:
                 if row.id not in self._callbacks:
                     task = asyncio.get_running_loop().create_task(self._callback(row))
@@ -76,6 +85,12 @@ class Background:
             # A sync reads every unfinished job's folder: with hundreds of jobs it takes a
             # good part of a second of CPU, so it never takes more than a third of the time.
             await asyncio.sleep(max(SYNC_S, 2 * (time.monotonic() - began)))
+
+    def _busy(self) -> frozenset[str]:
+        """Jobs a slot of this process works on now."""
+        if self._scheduler is None:
+            return frozenset()
+        return frozenset(job for job, n in self._scheduler.assigned.items() if n > 0)
 
     async def _callback(self, row: Job) -> None:
         sent = await send_callback(row.callback_url or "", job_view(row))

@@ -188,6 +188,7 @@ def serve_command(
         root=root, base=base, allowed_models=allowed_models, quotas=quotas,
         allow_uri_prefixes=tuple(allow_uri_prefix or ()),
     ))  # fmt: skip
+    jobs.purge()  # deleted jobs no worker holds any more (the rest: by the refresh loop)
     added = jobs.rebuild()
     if added:
         log.info("rebuilt %d jobs from %s", added, root / "jobs")

@@ -54,18 +54,32 @@ class JobCreated(BaseModel):
     status: str
 
 
+#: The operations on one job, by OpenAPI link name.
+_JOB_OPERATIONS = [
+    ("GetJob", "get_job"),
+    ("CancelJob", "cancel_job"),
+    ("DeleteJob", "delete_job"),
+    ("JobResults", "job_results"),
+    ("JobDocuments", "job_documents"),
+]
+
+
 def job_links() -> dict[str, Any]:
     """OpenAPI links from a created job to the operations on it (clients and fuzzers follow
     them to a real job id)."""
-    by_id = {"job_id": "$response.body#/id"}
+    return _links({"job_id": "$response.body#/id"})
+
+
+def deleted_job_links() -> dict[str, Any]:
+    """OpenAPI links from a deleted job to the operations on it, which now answer 404 (a
+    fuzzer follows them to check that a deleted job stays deleted)."""
+    return _links({"job_id": "$request.path.job_id"})
+
+
+def _links(parameters: dict[str, str]) -> dict[str, Any]:
     return {
-        name: {"operationId": operation, "parameters": by_id}
-        for name, operation in [
-            ("GetJob", "get_job"),
-            ("CancelJob", "cancel_job"),
-            ("JobResults", "job_results"),
-            ("JobDocuments", "job_documents"),
-        ]
+        name: {"operationId": operation, "parameters": parameters}
+        for name, operation in _JOB_OPERATIONS
     }
 
 

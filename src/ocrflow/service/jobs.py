@@ -1,18 +1,19 @@
-"""Jobs: create one (a planned run into its folder), look them up per owner, cancel them,
-and keep the database in step with the folders."""
+"""Jobs: create one (a planned run into its folder), look them up per owner, cancel or
+delete them, and keep the database in step with the folders."""
 
 from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.exc import StaleDataError
 
 from ocrflow.config import RunConfig
 from ocrflow.config.access import service_policy
@@ -20,7 +21,8 @@ from ocrflow.errors import OcrflowError
 from ocrflow.executors.local import TooManyDocuments, plan_run
 
 from .db import TERMINAL, Database, Job
-from .layout import JobDir, JobMeta, job_ids
+from .deletion import purge_deleted
+from .layout import DELETED, JobDir, JobMeta, job_ids
 from .options import JobOptions, OptionError, job_config
 from .progress import read_progress
 from .quotas import JobTooLarge, QuotaSettings, write_job_limits
@@ -141,17 +143,49 @@ class JobStore:
     # -- changing ---------------------------------------------------------------------
     def cancel(self, owner: str, job_id: str) -> Job | None:
         """Cancel the owner's job: the marker stops its workers, the row says cancelled."""
+        try:
+            with self.db.session() as session:
+                row = session.get(Job, job_id)
+                if row is None or row.owner != owner:
+                    return None
+                if row.status not in TERMINAL:
+                    JobDir(self.settings.root, job_id).mark("cancelled")
+                    row.status, row.finished = "cancelled", time.time()
+        except StaleDataError:  # deleted meanwhile (a DELETE at the same moment)
+            return None
+        return row
+
+    def delete(self, owner: str, job_id: str) -> dict[str, Any] | None:
+        """Delete the owner's job: cancelled if it still runs, marked ``deleted`` (workers
+        let go of it, no rebuild brings it back), its row removed (every read is a 404,
+        its quota place is free). The folder goes later (``purge``). Returns the job's
+        last JSON, status ``deleted``; ``None`` if there is no such job of the owner."""
+        job = JobDir(self.settings.root, job_id)
         with self.db.session() as session:
             row = session.get(Job, job_id)
             if row is None or row.owner != owner:
                 return None
             if row.status not in TERMINAL:
-                JobDir(self.settings.root, job_id).mark("cancelled")
-                row.status, row.finished = "cancelled", time.time()
-            return row
+                job.mark("cancelled")  # what workers of any version stop on
+                row.finished = time.time()
+            # The marker before the row: a crash in between leaves a marked folder, which
+            # the next purge removes with its row, never a folder a rebuild would revive.
+            job.mark(DELETED)
+            view = job_view(row) | {"status": "deleted"}
+            session.expunge(row)
+            gone = session.execute(delete(Job).where(Job.id == job_id, Job.owner == owner))
+            if not getattr(gone, "rowcount", 1):  # a concurrent DELETE won
+                return None
+        return view
+
+    def purge(self, busy: Collection[str] = ()) -> list[str]:
+        """Remove the folders of deleted jobs no worker holds (``busy``: this process's
+        slots' jobs); see ``deletion.purge_deleted``."""
+        return purge_deleted(self.db, self.settings.root, busy)
 
     def rebuild(self) -> int:
-        """Add a row for every job folder the database lacks (a lost or new database)."""
+        """Add a row for every job folder the database lacks (a lost or new database);
+        deleted jobs are not among them (``job_ids``)."""
         with self.db.session() as session:
             known = set(session.scalars(select(Job.id)))
         added = 0
@@ -175,7 +209,10 @@ class JobStore:
         reached a final state now (their callbacks are due)."""
         ended = []
         for job_id in self.db.active_ids():
-            row = self._sync_one(job_id)
+            try:
+                row = self._sync_one(job_id)
+            except StaleDataError:  # deleted while it was read: nothing left to refresh
+                continue
             if row is not None and row.status in TERMINAL:
                 ended.append(row)
         return ended

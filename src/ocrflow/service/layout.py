@@ -2,8 +2,10 @@
 
 ``ROOT/jobs/<id>/job.json`` (who asked for what, written once), ``in/`` (uploads),
 ``out/`` (the run's workspace), and markers: ``cancelled`` (stop working on it),
-``finished`` (every item done), ``counts/<hash>.json`` (pages of each opened document).
-The folders are the durable truth; the database mirrors them.
+``deleted`` (its owner deleted it: nobody works on it, lists it or rebuilds it, and the
+folder goes once no worker holds it), ``finished`` (every item done),
+``counts/<hash>.json`` (pages of each opened document). The folders are the durable truth;
+the database mirrors them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 JOB_ID = re.compile(r"^[0-9a-f]{32}$")
+#: Marker of a job its owner deleted (``DELETE /v1/jobs/{id}``); see ``deletion``.
+DELETED = "deleted"
 
 
 class JobMeta(BaseModel):
@@ -76,7 +80,7 @@ class JobDir:
 
     # -- markers ----------------------------------------------------------------------
     def mark(self, name: str) -> None:
-        """Create marker ``name`` (``cancelled`` or ``finished``)."""
+        """Create marker ``name`` (``cancelled``, ``deleted`` or ``finished``)."""
         _atomic_write(self.path / name, str(time.time()).encode())
 
     def marked(self, name: str) -> float | None:
@@ -105,13 +109,24 @@ class JobDir:
 
 
 def job_ids(root: str | os.PathLike[str]) -> list[str]:
-    """Ids of every job folder under ``root`` that has its ``job.json``."""
+    """Ids of every job folder under ``root`` that has its ``job.json`` and is not marked
+    ``deleted`` (a deleted job is nobody's work and no row to rebuild)."""
+    return [
+        p.name for p in _job_folders(root)
+        if (p / "job.json").is_file() and not (p / DELETED).exists()
+    ]  # fmt: skip
+
+
+def deleted_job_ids(root: str | os.PathLike[str]) -> list[str]:
+    """Ids of the job folders under ``root`` marked ``deleted`` (still to be purged)."""
+    return [p.name for p in _job_folders(root) if (p / DELETED).exists()]
+
+
+def _job_folders(root: str | os.PathLike[str]) -> list[Path]:
     folder = Path(root, "jobs")
     if not folder.is_dir():
         return []
-    return sorted(
-        p.name for p in folder.iterdir() if JOB_ID.match(p.name) and (p / "job.json").is_file()
-    )
+    return sorted((p for p in folder.iterdir() if JOB_ID.match(p.name)), key=lambda p: p.name)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -28,8 +28,8 @@ from pydantic import (
 from ocrflow.config import EngineOptions, RunConfig
 from ocrflow.config.builder import build_run_config
 from ocrflow.engines.model_names import MAX_NAME_CHARS, check_model_name, check_served_name
-from ocrflow.errors import ConfigError, OcrflowError
-from ocrflow.sinks import validate_formats
+from ocrflow.errors import ConfigError, MissingExtra, OcrflowError
+from ocrflow.sinks import require_format_extras, validate_formats
 
 #: Engines a job may choose besides the service's own (both run on this machine's CPU).
 CPU_ENGINES = frozenset({"embedded", "tesseract"})
@@ -261,7 +261,11 @@ def _check_recipe(engine: EngineOptions) -> None:
 
 
 def _check_outputs(config: RunConfig) -> None:
-    """The formats must have sinks; the service runs no later stage yet."""
+    """The formats must have sinks, installed; the service runs no later stage yet."""
     validate_formats(config.out.formats)
+    try:
+        require_format_extras(config.out.formats)
+    except MissingExtra as exc:
+        raise OptionError(f"invalid option 'formats': {exc}") from None
     if config.stages.stages != ("extract",):
         raise OptionError("invalid option 'stages': the service runs extract only for now")

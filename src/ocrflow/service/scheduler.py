@@ -39,7 +39,7 @@ from ocrflow.storage.open import open_store
 from ocrflow.workspace.leases import LeaseManager
 from ocrflow.workspace.state import Workspace
 
-from .layout import JobDir, job_ids
+from .layout import DELETED, JobDir, job_ids
 from .progress import FAILED_MARKER, fail_job, pending_items
 from .quotas import PageCounter, read_job_limits
 from .resources import (
@@ -184,7 +184,7 @@ class Scheduler:
         return len(LeaseManager(store, "scheduler").active())
 
     def _should_leave(self, job_id: str, since: float) -> bool:
-        """Give the job up: it was cancelled or given up, or (after a slice) another
+        """Give the job up: it was cancelled, deleted or given up, or (after a slice) another
         owner's job waits with none of our slots on its owner, or another job of the same
         owner waits with nobody."""
         if _stopped(JobDir(self.settings.root, job_id)):
@@ -267,8 +267,8 @@ class Scheduler:
         await asyncio.to_thread(fail_job, job, "engine_error", message)
 
     async def _work_on(self, job_id: str, pool: SlotPool) -> None:
-        """One slice of work on a job; its running pages stop at once if it is cancelled
-        or given up."""
+        """One slice of work on a job; its running pages stop at once if it is cancelled,
+        deleted or given up."""
         job = JobDir(self.settings.root, job_id)
         workspace = Workspace(open_store(str(job.out)))
         since = time.monotonic()
@@ -309,6 +309,8 @@ class Scheduler:
                 body.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await body
+        if await asyncio.to_thread(_stopped, job):
+            return  # (a deleted job's folder is about to go: no marker must recreate it)
         if await asyncio.to_thread(pending_items, job) == 0:
             job.mark("finished")
             self._runnable = [j for j in self._runnable if j != job_id]
@@ -351,5 +353,9 @@ class Scheduler:
 
 
 def _stopped(job: JobDir) -> bool:
-    """Cancelled by its owner, or given up by the workers (``failed.json``)."""
-    return job.marked("cancelled") is not None or (job.path / FAILED_MARKER).exists()
+    """Cancelled or deleted by its owner, or given up by the workers (``failed.json``)."""
+    return (
+        job.marked("cancelled") is not None
+        or (job.path / DELETED).exists()
+        or (job.path / FAILED_MARKER).exists()
+    )

@@ -107,7 +107,6 @@ def _alto(context: SinkContext) -> Sink:
 
 
 def _docling(context: SinkContext) -> Sink:
-    require("docling_core", extra="docling", feature="--format docling")
     from ocrflow.sinks.docling import DoclingSink
 
     return DoclingSink(context.store)
@@ -120,7 +119,6 @@ def _chunks(context: SinkContext) -> Sink:
 
 
 def _parquet(context: SinkContext) -> Sink:
-    require("pyarrow", extra="parquet", feature="--format parquet")
     from ocrflow.sinks.parquet import ParquetSink
     from ocrflow.storage.shards import ShardLimits
 
@@ -143,6 +141,9 @@ class OutputFormat:
     #: Figure descriptions: the assemble stage rewrites its files after describe. A
     #: buffering format (Parquet) is rewritten by the stage itself, shard by shard.
     holds_figures: bool
+    #: The module the format imports and the extra that installs it: checked before a run
+    #: (or a service job) starts, so a missing extra is one line, not a failed document.
+    extra: tuple[str, str] | None = None
 
 
 _FORMATS: Mapping[str, OutputFormat] = MappingProxyType(
@@ -151,12 +152,12 @@ _FORMATS: Mapping[str, OutputFormat] = MappingProxyType(
             lambda c: MarkdownSink(c.store, page_separator=c.page_separator), True, True
         ),
         "jsonl": OutputFormat(lambda c: JsonlSink(c.store), True, True),
-        "parquet": OutputFormat(_parquet, True, False),
+        "parquet": OutputFormat(_parquet, True, False, ("pyarrow", "parquet")),
         "json": OutputFormat(_json, False, True),
-        "pdf": OutputFormat(_pdf, False, False),
+        "pdf": OutputFormat(_pdf, False, False, ("pikepdf", "pdf")),
         "hocr": OutputFormat(_hocr, False, False),
         "alto": OutputFormat(_alto, False, False),
-        "docling": OutputFormat(_docling, False, True),
+        "docling": OutputFormat(_docling, False, True, ("docling_core", "docling")),
         "chunks": OutputFormat(_chunks, True, True),
     }
 )
@@ -175,6 +176,19 @@ def validate_formats(formats: Iterable[str]) -> tuple[str, ...]:
     return chosen
 
 
+def require_format_extras(formats: Iterable[str]) -> None:
+    """``MissingExtra`` for the first of ``formats`` whose extra is not installed."""
+    for name in validate_formats(formats):
+        needed = _FORMATS[name].extra
+        if needed is not None:
+            require(needed[0], extra=needed[1], feature=f"--format {name}")
+
+
+def _make(name: str, context: SinkContext) -> Sink:
+    require_format_extras([name])
+    return _FORMATS[name].make(context)
+
+
 def figure_formats(formats: Iterable[str]) -> tuple[str, ...]:
     """Those of ``formats`` whose files the assemble stage rewrites (they hold figures)."""
     return tuple(f for f in validate_formats(formats) if _FORMATS[f].holds_figures)
@@ -183,14 +197,14 @@ def figure_formats(formats: Iterable[str]) -> tuple[str, ...]:
 def format_sink(name: str, context: SinkContext) -> Sink:
     """The sink of one format (``ConfigError`` for an unknown name)."""
     (chosen,) = validate_formats([name])
-    return _FORMATS[chosen].make(context)
+    return _make(chosen, context)
 
 
 def build_sinks(formats: Iterable[str], context: SinkContext) -> list[Sink]:
     """The sinks for ``formats``, figures first (text sinks link to the figure files)."""
     return [
         FigureSink(context.store),
-        *(_FORMATS[f].make(context) for f in validate_formats(formats)),
+        *(_make(f, context) for f in validate_formats(formats)),
     ]
 
 
@@ -209,7 +223,7 @@ class Outputs:
         context = SinkContext(
             store, worker, options.page_separator, self._on_commit, options.chunk_tokens
         )
-        named = [(f, _FORMATS[f].make(context)) for f in validate_formats(options.formats)]
+        named = [(f, _make(f, context)) for f in validate_formats(options.formats)]
         sinks: list[Sink] = [FigureSink(store)] if figures else []
         sinks += [sink for _, sink in named]
         self.direct = [s for s in sinks if not isinstance(s, BufferedSink)]

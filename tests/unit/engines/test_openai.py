@@ -283,6 +283,44 @@ def test_requests_go_to_the_least_loaded_replica() -> None:
     assert received == [5, 5]
 
 
+def test_replicas_of_different_speeds_get_work_in_proportion_to_their_speed() -> None:
+    """Two replicas, one four times faster: with enough pages waiting, both batches stay full
+    and each gets its share of the pages (ideal 0.8 / 0.2), as one vLLM replica per GPU on
+    mixed GPUs or a shared GPU would (``--gpus 0,1``, ``--server`` twice)."""
+    tokens = ("--tokens-per-page", "20", "--max-num-seqs", "8")
+    with (
+        running_server("--pages-per-s", "60", *tokens) as fast,
+        running_server("--pages-per-s", "15", *tokens) as slow,
+    ):
+
+        async def main(engine: OpenAIEngine) -> int:
+            await engine.wait_ready(10)
+            stop = time.monotonic() + 3.0
+            counter = iter(range(10**6))
+            done = 0
+
+            async def worker() -> None:
+                nonlocal done
+                while time.monotonic() < stop:
+                    await infer_retrying(engine, request(next(counter)))
+                    done += 1
+
+            await asyncio.gather(*(asyncio.create_task(worker()) for _ in range(40)))
+            return done
+
+        engine = OpenAIEngine(
+            [fast.base_url, slow.base_url], MODEL, poll_interval_s=0.05, target_waiting=4
+        )
+        done = run(lambda: using(engine, main))
+        stats = [fast.stats(), slow.stats()]
+    received = [s["received"] for s in stats]
+    assert sum(received) >= done > 100
+    share = received[0] / sum(received)
+    assert 0.7 <= share <= 0.9, (received, share)
+    # Both batches were full at some point: neither replica was starved to feed the other.
+    assert [s["engine"]["max_running_seen"] for s in stats] == [8, 8]
+
+
 def test_a_dead_replica_is_drained_and_comes_back() -> None:
     port = free_port()
     with running_server(*FAST) as steady:

@@ -11,9 +11,9 @@ import pytest
 
 from ocrflow.document import BlockLabel
 from ocrflow.recipes.base import ParsedPage
-from ocrflow.recipes.chandra import ChandraRecipe
-from ocrflow.recipes.deepseek import GRID, DeepseekRecipe
-from ocrflow.recipes.dots import MAX_PIXELS, MIN_PIXELS, DotsRecipe
+from ocrflow.recipes.chandra import ChandraRecipe, chandra_recipe
+from ocrflow.recipes.deepseek import GRID, DeepseekRecipe, deepseek_recipe
+from ocrflow.recipes.dots import MAX_PIXELS, MIN_PIXELS, DotsRecipe, dots_recipe
 from ocrflow.recipes.layout import smart_resize
 from ocrflow.recipes.markdown import MarkdownRecipe
 from ocrflow.recipes.olmocr import OlmocrRecipe
@@ -91,10 +91,10 @@ def dots_reply() -> str:
     return json.dumps(cells)
 
 
-def chandra_reply() -> str:
+def chandra_reply(scale: int = 1024) -> str:
     divs = []
     for label, box, text in LAYOUT:
-        grid = " ".join(str(round(v * 1024)) for v in box)
+        grid = " ".join(str(round(v * scale)) for v in box)
         inner = f"<p>{text}</p>" if text else '<img alt="a bar chart"/>'
         if label is BlockLabel.FORMULA:
             inner = f'<math display="block">{text}</math>'
@@ -119,14 +119,23 @@ def holder(blocks: tuple[Block, ...], word: str) -> Block:
     return found
 
 
+def chandra2_reply() -> str:
+    """Chandra 2 writes its boxes on a 0-1000 grid."""
+    return chandra_reply(1000)
+
+
 CASES = [
     (DeepseekRecipe(), deepseek_reply, 1 / GRID),
     (DotsRecipe(), dots_reply, 1 / 700),
     (ChandraRecipe(), chandra_reply, 1 / 1024),
+    (chandra_recipe("datalab-to/chandra-ocr-2"), chandra2_reply, 1 / 1000),
+    (deepseek_recipe("deepseek-ai/DeepSeek-OCR-2"), deepseek_reply, 1 / GRID),
+    (dots_recipe("rednote-hilab/dots.mocr"), dots_reply, 1 / 700),
 ]
+IDS = ["deepseek", "dots", "chandra", "chandra2", "deepseek-ocr2", "dots.mocr"]
 
 
-@pytest.mark.parametrize(("recipe", "write", "slack"), CASES, ids=["deepseek", "dots", "chandra"])
+@pytest.mark.parametrize(("recipe", "write", "slack"), CASES, ids=IDS)
 def test_every_word_lies_in_its_blocks_box(recipe: object, write: object, slack: float) -> None:
     parsed = _parse(recipe, write())  # type: ignore[operator]
     for _, box, text in LAYOUT:
@@ -135,7 +144,7 @@ def test_every_word_lies_in_its_blocks_box(recipe: object, write: object, slack:
             assert inside(box, block.bbox, slack) and inside(block.bbox, box, slack), (word, block)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("recipe", "write", "slack"), CASES, ids=["deepseek", "dots", "chandra"])
+@pytest.mark.parametrize(("recipe", "write", "slack"), CASES, ids=IDS)
 def test_blocks_map_labels_and_keep_the_reply_order(
     recipe: object, write: object, slack: float
 ) -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from ocrflow.errors import ParseError
-from ocrflow.recipes.deepseek import NGRAM_ARGS, SERVER_FLAGS, DeepseekRecipe
+from ocrflow.recipes.deepseek import (
+    NGRAM_ARGS,
+    OCR2_SETTINGS,
+    SERVER_FLAGS,
+    DeepseekRecipe,
+    deepseek_recipe,
+    is_ocr2,
+)
+from ocrflow.recipes.registry import recipe_for_model
 
 from .helpers import page_image, reply, sample
 
@@ -152,3 +160,60 @@ def test_loop_inside_a_region_is_a_parse_error() -> None:
     with pytest.raises(ParseError) as caught:
         DeepseekRecipe().parse(reply(text))
     assert caught.value.reason == "repetition"
+
+
+OCR2 = "deepseek-ai/DeepSeek-OCR-2"
+
+
+def test_deepseek_ocr2_request_follows_its_vllm_runner() -> None:
+    recipe = recipe_for_model(OCR2)
+    assert isinstance(recipe, DeepseekRecipe) and recipe.name == "deepseek"
+    request = recipe.build_request(page_image(1224, 1584), 0)
+    # run_dpsk_ocr2_pdf.py: NoRepeatNGramLogitsProcessor(ngram_size=20, window_size=50, ...)
+    assert request.extra_body == {
+        "skip_special_tokens": False,
+        "vllm_xargs": {
+            "ngram_size": 20,
+            "window_size": 50,
+            "whitelist_token_ids": [128821, 128822],
+        },
+    }
+    assert (request.max_tokens, request.temperature) == (8192, 0.0)
+    # config.py: the same prompt as DeepSeek-OCR; the page at 144 dpi for the 768 px tiling.
+    assert request.prompt == "<|grounding|>Convert the document to markdown."
+    assert recipe.target_dim == OCR2_SETTINGS["target_dim"] == 1584
+    assert recipe.server_flags == SERVER_FLAGS
+
+
+def test_deepseek_ocr1_keeps_its_settings() -> None:
+    recipe = recipe_for_model("deepseek-ai/DeepSeek-OCR")
+    assert (recipe.target_dim, recipe.max_tokens) == (640, 7000)
+    xargs = recipe.build_request(page_image(), 0).extra_body["vllm_xargs"]
+    assert (xargs["ngram_size"], xargs["window_size"]) == (30, 90)
+    assert recipe == DeepseekRecipe(model="deepseek-ai/DeepSeek-OCR")
+
+
+@pytest.mark.parametrize(
+    ("model", "ocr2"),
+    [
+        (OCR2, True),
+        ("/models/deepseek_ocr2", True),
+        ("DeepSeek-OCR-2-oQ8", True),
+        ("deepseek-ai/DeepSeek-OCR", False),
+        ("deepseek-ocr-20b-fake", False),
+    ],
+)
+def test_ocr2_is_told_by_the_model_id(model: str, ocr2: bool) -> None:
+    assert is_ocr2(model) is ocr2
+
+
+def test_ocr2_options_and_modes() -> None:
+    free = deepseek_recipe(OCR2, mode="free", target_dim=1024)
+    assert free.build_request(page_image(), 1).prompt == "Free OCR."
+    assert (free.target_dim, free.max_tokens, free.window_size) == (1024, 8192, 50)
+    with pytest.raises(ValueError, match="mode"):
+        deepseek_recipe(OCR2, mode="gundam")
+
+
+def test_ocr2_reads_the_same_grounded_reply(grounded: str) -> None:
+    assert recipe_for_model(OCR2).parse(reply(grounded)) == DeepseekRecipe().parse(reply(grounded))

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from ocrflow.errors import ConfigError, ParseError
-from ocrflow.recipes.dots import IMAGE_TOKENS, LAYOUT_PROMPT, DotsRecipe, display_math
+from ocrflow.recipes.dots import (
+    IMAGE_TOKENS,
+    LAYOUT_PROMPT,
+    MOCR_FLAGS,
+    DotsRecipe,
+    display_math,
+    dots_recipe,
+)
+from ocrflow.recipes.registry import recipe_for_model
 
 from .helpers import page_image, reply, sample
 
@@ -110,3 +118,28 @@ def test_request() -> None:
     assert request.extra_body == {"top_p": 0.9}
     assert request.max_tokens == 16384
     assert "--trust-remote-code" in DotsRecipe().server_flags
+
+
+def test_dots_mocr_adds_the_content_format_flag_and_nothing_else() -> None:
+    mocr = recipe_for_model("rednote-hilab/dots.mocr")
+    ocr = recipe_for_model("rednote-hilab/dots.ocr")
+    assert (mocr.name, ocr.name) == ("dots", "dots")
+    assert mocr.server_flags == MOCR_FLAGS
+    flags = " ".join(mocr.server_flags)
+    assert "--chat-template-content-format string" in flags
+    assert "--chat-template-content-format" not in ocr.server_flags
+    assert mocr.server_flags[: len(ocr.server_flags)] == ocr.server_flags
+    # The authors' client sends dots.mocr exactly what it sent dots.ocr.
+    for attempt in (0, 3):
+        assert mocr.build_request(page_image(), attempt) == ocr.build_request(page_image(), attempt)
+
+
+def test_dots_mocr_reads_the_same_layout(layout: str) -> None:
+    mocr = recipe_for_model("rednote-hilab/dots.mocr")
+    assert mocr.parse(reply(layout, **SIZE)) == DotsRecipe().parse(reply(layout, **SIZE))
+
+
+def test_an_explicit_option_still_wins_over_the_model_defaults() -> None:
+    recipe = dots_recipe("rednote-hilab/dots.mocr", server_flags=("--x",), top_p=0.5)
+    assert recipe.server_flags == ("--x",)
+    assert recipe.build_request(page_image(), 0).extra_body == {"top_p": 0.5}

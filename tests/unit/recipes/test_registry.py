@@ -20,6 +20,8 @@ from .helpers import page_image
         ("rednote-hilab/dots.ocr", "dots"),
         ("rednote-hilab/dots.mocr", "dots"),
         ("datalab-to/chandra", "chandra"),
+        ("datalab-to/chandra-ocr-2", "chandra"),
+        ("deepseek-ai/DeepSeek-OCR-2", "deepseek"),
         ("lightonai/LightOnOCR-2-1B", "lightonocr"),
         ("PaddlePaddle/PaddleOCR-VL-1.5", "paddleocr-vl"),
         ("zai-org/GLM-OCR", "glm-ocr"),

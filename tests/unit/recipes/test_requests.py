@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ocrflow.engines.completions import request_body
-from ocrflow.recipes import chandra, dots, glm_ocr, markdown, mineru, olmocr
+from ocrflow.recipes import chandra, chandra2, dots, glm_ocr, markdown, mineru, olmocr
 from ocrflow.recipes.base import ChatRecipe, ParsedPage
 from ocrflow.recipes.registry import RECIPES, recipe_for_model
 from ocrflow.types import EngineReply, PageImage
@@ -74,6 +74,39 @@ CASES = [
         0.5,
         7000,
         DEEPSEEK_EXTRA,
+    ),
+    Case(
+        "deepseek-ai/DeepSeek-OCR-2",
+        "deepseek",
+        {},
+        0,
+        [IMAGE_PART, text("<|grounding|>Convert the document to markdown.")],
+        0.0,
+        8192,
+        {
+            "skip_special_tokens": False,
+            "vllm_xargs": NGRAM | {"ngram_size": 20, "window_size": 50},
+        },
+    ),
+    Case(
+        "rednote-hilab/dots.mocr",
+        "dots",
+        {},
+        0,
+        [IMAGE_PART, text(dots.IMAGE_TOKENS + dots.LAYOUT_PROMPT)],
+        0.1,
+        16384,
+        {"top_p": 0.9},
+    ),
+    Case(
+        "datalab-to/chandra-ocr-2",
+        "chandra",
+        {},
+        2,
+        [IMAGE_PART, text(chandra2.LAYOUT_PROMPT)],
+        0.4,
+        12384,
+        {"top_p": 0.95},
     ),
     Case(
         "m",
