@@ -68,10 +68,10 @@ print(json.dumps({
 """
 
 
-def _inputs(folder: Path, copies: int) -> None:
-    """The examples and up to four corpus scans, ``copies`` times each."""
+def _inputs(folder: Path, copies: int, images: Path = CORPUS / "images") -> None:
+    """The examples and up to four corpus scans (from ``images``), ``copies`` times each."""
     sources = [p for p in sorted(EXAMPLES.iterdir()) if p.is_file()]
-    scans = sorted((CORPUS / "images").glob("*")) if (CORPUS / "images").is_dir() else []
+    scans = sorted(images.glob("*")) if images.is_dir() else []
     sources += [p for p in scans if p.suffix.lower() in {".png", ".jpg", ".jpeg", ".tif"}][:4]
     folder.mkdir(parents=True)
     for copy in range(copies):
@@ -118,10 +118,14 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--copies", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument(
+        "--images", type=Path, default=CORPUS / "images", help="folder of the corpus scans"
+    )
+    parser.add_argument("--results", type=Path, help="also append the figures here (JSON)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "pages"
-        _inputs(folder, args.copies)
+        _inputs(folder, args.copies, args.images)
         run_rates, ray_rates, ray_busy = [], [], []
         for attempt in range(args.repeat):
             wall, pages = _ocrflow_run(folder, Path(tmp) / f"out{attempt}", args.cpus)
@@ -139,6 +143,15 @@ def main() -> None:
     print(f"ocrflow run:            {run:.3f} pages/s")
     print(f"Ray Data (whole):       {whole:.3f} pages/s  ratio {whole / run:.2f}")
     print(f"Ray Data (after start): {busy:.3f} pages/s  ratio {busy / run:.2f}")
+    if args.results:
+        figures = {
+            "bench": "ray_data", "cpus": args.cpus, "cores": os.cpu_count(), "pages": pages,
+            "ocrflow_run_pages_per_s": round(run, 3), "ray_whole_pages_per_s": round(whole, 3),
+            "ray_after_start_pages_per_s": round(busy, 3),
+            "ray_start_s": round(ray["ray_start_s"], 1),
+        }  # fmt: skip
+        with args.results.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(figures) + "\n")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -38,6 +39,9 @@ from typing import Any
 import aiohttp
 import psutil
 from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from client_cpu import TreeCpu
 
 HERE = Path(__file__).resolve().parent
 MODEL = "olmocr"
@@ -94,7 +98,7 @@ def request_bodies(images: list[Any], max_tokens: int) -> list[bytes]:
     from ocrflow.engines.openai import OpenAIEngine
 
     recipe = FixedLengthOlmocr(model=MODEL)
-    encoder = SimpleNamespace(model=MODEL)
+    encoder = SimpleNamespace(model=MODEL, logprobs=False)
     return [
         OpenAIEngine._encode(encoder, recipe.build_request(image, 0, max_tokens=max_tokens))  # type: ignore[arg-type]
         for image in images
@@ -119,7 +123,7 @@ class Sampler:
     """Polls ``/metrics`` and ``nvidia-smi`` in the background of a run."""
 
     metrics_url: str | None
-    interval_s: float = 0.5
+    interval_s: float = 0.25
     samples: list[dict[str, float]] = field(default_factory=list)
     gpu: list[tuple[float, float, float, float]] = field(default_factory=list)
     first: dict[str, float] = field(default_factory=dict)
@@ -189,6 +193,7 @@ class Sampler:
         if busy:
             t0, t1 = busy[0]["t"], busy[-1]["t"]
             out["busy_s"] = round(t1 - t0, 2)
+            out["busy_t0"], out["busy_t1"] = round(t0, 2), round(t1, 2)
             # Idle server time before the first request and after the last answer.
             out["lead_s"] = round(t0 - self.started, 2)
             out["tail_s"] = round(self.stopped - t1, 2)
@@ -324,6 +329,9 @@ async def run_ocrflow(args: argparse.Namespace) -> dict[str, Any]:
         if sampler.metrics_url is None:
             await _follow_managed(sampler, session, ready_file, proc)
         ps = psutil.Process(proc.pid)
+        tree = TreeCpu(proc.pid)
+        tree_task = asyncio.create_task(tree.run())
+        spy = await _start_pyspy(args, proc.pid)
         waiter = asyncio.create_task(proc.communicate())
         while not waiter.done():
             with contextlib.suppress(psutil.Error):
@@ -331,7 +339,10 @@ async def run_ocrflow(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.wait([waiter], timeout=1.0)
         stdout, stderr = waiter.result()
         wall = time.perf_counter() - t0
+        tree_task.cancel()
         await sampler.stop(session)
+        if spy is not None:
+            await spy.wait()
     summary = _last_json(stdout.decode())
     if proc.returncode not in (0, 1) or summary is None:
         raise RuntimeError(f"ocrflow exited {proc.returncode}: {stderr.decode()[-3000:]}")
@@ -344,11 +355,29 @@ async def run_ocrflow(args: argparse.Namespace) -> dict[str, Any]:
         "ocrflow_pages_per_s": summary.get("pages_per_s"),
         **_figures(pages, int(summary.get("tokens_out", 0)), wall, cpu, sampler),
     }
+    out["client_cpu"] = tree.summary(out.get("busy_t0"), out.get("busy_t1"))
     if ready_file.exists():
         ready = json.loads(ready_file.read_text().splitlines()[0])["ready"]
         out["server_start_s"] = round(ready - started, 1)
+        out["after_ready_s"] = round(started + wall - ready, 2)
         out["after_ready_pages_per_s"] = round(pages / (started + wall - ready), 3)
+        if "busy_t0" in out:
+            # Idle server time between its answering and ocrflow's first request.
+            out["lead_after_ready_s"] = round(out["busy_t0"] - ready, 2)
     return out
+
+
+async def _start_pyspy(args: argparse.Namespace, pid: int) -> asyncio.subprocess.Process | None:
+    """py-spy over ocrflow and its render workers (raw folded stacks), when asked for."""
+    binary = shutil.which("py-spy") or "/tmp/extra/bin/py-spy"
+    if not args.pyspy or not Path(binary).exists():
+        return None
+    command = [binary, "record", "--pid", str(pid), "--subprocesses", "--nonblocking",
+               "--rate", "25", "--format", "raw", "--output", args.pyspy,
+               "--duration", str(args.pyspy_s)]  # fmt: skip
+    return await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+    )
 
 
 async def _follow_managed(
@@ -439,6 +468,8 @@ def build_parser() -> argparse.ArgumentParser:
     flow.add_argument("--vllm-command", default="python3 -m vllm.entrypoints.cli.main serve")
     flow.add_argument("--vllm-args", default="", help="one string of extra vllm serve flags")
     flow.add_argument("--ocrflow-arg", action="append", help="extra ocrflow argument")
+    flow.add_argument("--pyspy", default="", help="py-spy raw profile of the client to FILE")
+    flow.add_argument("--pyspy-s", type=int, default=30, help="seconds of py-spy sampling")
     table = sub.add_parser("table")
     table.add_argument("results", type=Path)
     return p

@@ -2,10 +2,13 @@
 # ON the GPU machine: the measuring steps of bench/gpu/README.md, results kept in /tmp (the
 # machine keeps them between calls) and copied to $OUT after every step.
 #   calls.sh bare LABEL PAGES TOKENS [N]     bare client against the server on :8000
-#   calls.sh flow LABEL PAGES TOKENS         ocrflow --engine openai against it
+#   calls.sh flow LABEL PAGES TOKENS [ARGS]  ocrflow --engine openai against it (ARGS: more
+#                                            bench_gpu.py ocrflow options, e.g. --pyspy FILE)
 #   calls.sh managed LABEL PAGES TOKENS ARGS ocrflow --engine vllm (stops :8000 first)
 #   calls.sh point LABEL PAGES TOKENS ARGS   restart :8000 with ARGS, then bare
 #   calls.sh table                           the results so far as a Markdown table
+# MODEL_DIR picks the model of a managed run (default /tmp/m); LOGS names the vLLM logs
+# (labels) to bring back, at most 5 (the device tool brings back 8 files).
 set -uo pipefail
 source bench/gpu/device.sh env
 PDFS=(/tmp/pdfs/*.pdf)
@@ -15,7 +18,10 @@ B=(python3 bench/gpu/bench_gpu.py)
 save() {
   [ -n "${OUT:-}" ] || return 0
   cp -f $R "$OUT/" 2>/dev/null
-  for f in /tmp/vllm-*.log; do [ -e "$f" ] && tail -c 200000 "$f" > "$OUT/$(basename "$f")"; done
+  for label in ${LOGS:-}; do
+    f=/tmp/vllm-$label.log
+    [ -e "$f" ] && tail -c 150000 "$f" > "$OUT/$(basename "$f")"
+  done
 }
 
 step() {
@@ -24,10 +30,10 @@ step() {
     bare) "${B[@]}" bare "${PDFS[@]}" --label "$label" --pages "$pages" --max-tokens "$tokens" \
             --results $R ${1:+--concurrency "$1"} ;;
     flow) "${B[@]}" ocrflow "${PDFS[@]}" --label "$label" --pages "$pages" --max-tokens "$tokens" \
-            --results $R --engine openai ;;
+            --results $R --engine openai "$@" ;;
     managed) bash bench/gpu/device.sh stop
-      "${B[@]}" ocrflow "${PDFS[@]}" --label "$label-managed" --ideal "$label" --pages "$pages" \
-        --max-tokens "$tokens" --results $R --engine vllm \
+      "${B[@]}" ocrflow "${PDFS[@]}" --label "$label" --pages "$pages" \
+        --max-tokens "$tokens" --results $R --engine vllm --model-path "${MODEL_DIR:-/tmp/m}" \
         --vllm-args "--load-format dummy --no-enable-prefix-caching --mm-processor-cache-gb 0 \
 --attention-backend FLASH_ATTN --limit-mm-per-prompt '{\"image\":1,\"video\":0}' $*" ;;
     point) bash bench/gpu/device.sh stop

@@ -1,42 +1,61 @@
 #!/usr/bin/env bash
 # ON the GPU machine, from the repository root. Sub-commands:
-#   stage             copy what this call carried (.vpkg1, .vpkg2 or .vpkg3) into /tmp
-#   setup             assemble and unpack vLLM 0.24.0 and the dummy model; install wheels
+#   stage             copy what this call carried (.vpkg1 .. .vpkg6) into /tmp; join the CPU
+#                     blob (cpu.blob.*) once all its parts are there
+#   setup             assemble and unpack vLLM 0.24.0 and the dummy models; install wheels
+#   bgsetup LABEL ARGS  setup, then start vLLM, all in its own session: returns at once
 #   serve LABEL ARGS  start vLLM in its own session on :8000 with the common flags + ARGS
+#   bgserve LABEL ARGS  start it and return at once (`wait LABEL` blocks until it answers)
+#   wait LABEL        block until the server answers (or died); print its start figures
+#   cpuwheels         install the CPU-engine and Ray wheels of the blob into /tmp/cpusite
 #   stop              stop it and wait until the GPU memory is free again
-# `source bench/gpu/device.sh env` sets PYTHONPATH and the environment vLLM needs.
+# MODEL_DIR (default /tmp/m, olmOCR-2's shape; /tmp/m3 is the Qwen2.5-VL-3B shape) picks the
+# model. `source bench/gpu/device.sh env` sets PYTHONPATH and the environment vLLM needs.
 set -uo pipefail
 export HF_HUB_OFFLINE=1 VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 VLLM_NO_USAGE_STATS=1
+# ocrflow from the frozen copy of HEAD that .vpkg3 carried (else from the working tree).
+[ -d /tmp/pk/src/ocrflow ] && export OCRFLOW_SRC=${OCRFLOW_SRC:-/tmp/pk/src}
 export PYTHONPATH=/tmp/extra:$([ -e /tmp/use_shadow ] && echo /tmp/shadow:)/tmp/site:${OCRFLOW_SRC:-$PWD/src}
+MODEL_DIR=${MODEL_DIR:-/tmp/m}
 # The olmOCR recipe's own flags, then what every run here needs: random weights of the real
 # shapes, one image a prompt, no cache shared between pages, FlashAttention 3 (flashinfer is
 # not carried).
-COMMON=(/tmp/m --served-model-name olmocr --host 127.0.0.1 --port 8000
+COMMON=("$MODEL_DIR" --served-model-name olmocr --host 127.0.0.1 --port 8000
   --max-model-len 16384 --limit-mm-per-prompt '{"image": 1, "video": 0}'
   --load-format dummy --no-enable-prefix-caching --mm-processor-cache-gb 0
   --attention-backend FLASH_ATTN)
 
 stage() {
   mkdir -p /tmp/pk /tmp/pdfs /tmp/whl
-  # Each call carries one of .vpkg1..3 (bench/gpu/prepare.sh); a folder of an earlier call
+  # Each call carries one of .vpkg1..6 (bench/gpu/prepare.sh); a folder of an earlier call
   # may still be there, so copy only what /tmp lacks.
   for d in .vpkg*/; do cp -rn "$d". /tmp/pk/; done 2>/dev/null
   [ -d /tmp/pk/pdfs ] && cp -n /tmp/pk/pdfs/* /tmp/pdfs/
   [ -d /tmp/pk/whl ] && cp -n /tmp/pk/whl/*.whl /tmp/whl/
-  ls -la /tmp/pk /tmp/pdfs /tmp/whl | grep -v '^total'
-  nvidia-smi -L; nproc; free -g | head -2
+  if [ -e /tmp/pk/cpu.blob.aa ] && [ -e /tmp/pk/cpu.blob.ab ] && [ ! -d /tmp/cpu ]; then
+    mkdir -p /tmp/cpu && cat /tmp/pk/cpu.blob.a? | tar -x -C /tmp/cpu && rm -f /tmp/pk/cpu.blob.a?
+  fi
+  du -sh /tmp/pk; ls /tmp/pk /tmp/cpu 2>/dev/null | tr '\n' ' '; echo
+}
+
+probe() {
+  nvidia-smi -L; nproc; free -g | head -2; lscpu | grep -E 'Model name|Thread|Core|Socket|NUMA node'
+  lscpu -e=CPU,CORE,SOCKET | head -20 | tr '\n' ';'; echo
+  command -v tesseract || echo "no tesseract"; df -h /dev/shm | tail -1
   python3 -c 'import sys, torch; print(sys.version.split()[0], torch.__version__)'
-  python3 -m pip list 2>/dev/null | grep -iE '^(typing.extensions|anyio|httpx|aiohttp|protobuf|pydantic|pillow|numpy|typer|rich|fsspec|psutil|prometheus.client|pyyaml|onnxruntime|rapidocr|pypdfium2|pebble) '
+  python3 -m pip list 2>/dev/null | grep -iE '^(typing.extensions|anyio|httpx|aiohttp|protobuf|pydantic|pillow|numpy|typer|rich|fsspec|psutil|prometheus.client|pyyaml|onnxruntime|rapidocr|pypdfium2|pebble|pyarrow|pandas|opencv.python.headless|jsonschema|click|msgpack|markdown.it.py|openvino|shapely|pyclipper) '
 }
 
 setup() {
   local t0=$SECONDS
   cat /tmp/pk/site.tar.xz.part0{0,1,2} > /tmp/site.tar.xz || return 1
   (cd /tmp && cp /tmp/pk/site.tar.xz.sha256 . && sha256sum -c site.tar.xz.sha256) || return 1
-  mkdir -p /tmp/site /tmp/m /tmp/extra /tmp/shadow
+  mkdir -p /tmp/site /tmp/m /tmp/m3 /tmp/extra /tmp/shadow
   python3 -c "import tarfile,sys; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall('/tmp/site')" < /tmp/site.tar.xz || return 1
   rm -f /tmp/site.tar.xz
   tar -xJf /tmp/pk/olmocr-dummy.tar.xz -C /tmp/m --strip-components=1 || return 1
+  # The small model: the same processor, tokenizer and template, Qwen2.5-VL-3B's shape.
+  cp /tmp/m/* /tmp/m3/ && cp bench/gpu/qwen25vl-3b-config.json /tmp/m3/config.json
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/extra /tmp/whl/*.whl
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/shadow /tmp/pk/shadow/*.whl
   if ! PYTHONPATH=$PYTHONPATH python3 -c 'import vllm.entrypoints.openai.api_server' 2>/tmp/imp.err; then
@@ -46,20 +65,40 @@ setup() {
   echo "setup done in $((SECONDS - t0)) s"
 }
 
-serve() {
+cpuwheels() {
+  # Apart from /tmp/extra: vLLM must not find Ray (it would import it) in its own runs.
+  [ -e /tmp/cpu.done ] && return 0
+  local t0=$SECONDS
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cpusite /tmp/cpu/*.whl \
+    $(ls /tmp/pk/cpu/*.whl 2>/dev/null) && touch /tmp/cpu.done
+  echo "CPU wheels installed in $((SECONDS - t0)) s"
+}
+
+bgserve() {
   local label=$1; shift
-  local log=/tmp/vllm-$label.log t0=$SECONDS
   [ -e /tmp/use_shadow ] && export PYTHONPATH=/tmp/extra:/tmp/shadow:/tmp/site:${OCRFLOW_SRC:-$PWD/src}
-  setsid nohup python3 -m vllm.entrypoints.cli.main serve "${COMMON[@]}" "$@" >"$log" 2>&1 < /dev/null &
+  date +%s > "/tmp/vllm-$label.t0"
+  setsid nohup python3 -m vllm.entrypoints.cli.main serve "${COMMON[@]}" "$@" >"/tmp/vllm-$label.log" 2>&1 < /dev/null &
   echo $! > /tmp/vllm.pid
+}
+
+wait_ready() {
+  local label=$1 log=/tmp/vllm-$1.log t0
+  # A background setup (bgsetup) writes the pid file only once vLLM is unpacked and started.
+  for _ in $(seq 300); do
+    [ -e /tmp/vllm.pid ] && break
+    grep -qE 'failed|FAILED|rror' /tmp/bgsetup.log 2>/dev/null && { cat /tmp/bgsetup.log; return 1; }
+    sleep 1
+  done
+  t0=$(cat "/tmp/vllm-$label.t0" 2>/dev/null || date +%s)
   until python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:8000/v1/models", timeout=2)' 2>/dev/null; do
-    if ! kill -0 "$(cat /tmp/vllm.pid)" 2>/dev/null || (( SECONDS - t0 > ${READY_S:-420} )); then
+    if [ ! -e /tmp/vllm.pid ] || ! kill -0 "$(cat /tmp/vllm.pid)" 2>/dev/null || (( $(date +%s) - t0 > ${READY_S:-480} )); then
       echo "vLLM $label did not start:"; grep -E 'Error|error|Traceback' "$log" | tail -15; tail -20 "$log"
       return 1
     fi
-    sleep 2
+    sleep 1
   done
-  echo "vLLM $label ready in $((SECONDS - t0)) s: $*"
+  echo "vLLM $label ready $(( $(date +%s) - t0 )) s after its start"
   grep -E 'KV cache|Maximum concurrency|Graph capturing finished|torch.compile takes|Model loading took' "$log" | sed 's/^.*\] //' | head -8
 }
 
@@ -75,8 +114,13 @@ stop() {
 }
 
 case "${1:-}" in
-  stage|setup|stop) "$1" ;;
-  serve) shift; serve "$@" ;;
+  stage|setup|stop|probe|cpuwheels) "$1" ;;
+  serve) shift; bgserve "$@" && wait_ready "$1" ;;
+  bgserve) shift; bgserve "$@" ;;
+  bgsetup) shift
+    setsid nohup bash "$0" _setup_serve "$@" > /tmp/bgsetup.log 2>&1 < /dev/null & ;;
+  _setup_serve) shift; setup && bgserve "$@" ;;
+  wait) wait_ready "$2" ;;
   env) ;;
-  *) echo "usage: device.sh stage|setup|serve LABEL ARGS|stop|env" >&2 ;;
+  *) echo "usage: device.sh stage|probe|setup|bgsetup|serve|bgserve|wait|cpuwheels|stop|env" >&2 ;;
 esac

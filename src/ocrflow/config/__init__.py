@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from ocrflow.config.access import AccessPolicy
+from ocrflow.config.machine import usable_cpus
 from ocrflow.config.pagespec import validate_page_spec
 from ocrflow.errors import ConfigError
 
@@ -33,7 +33,7 @@ class RenderOptions(_Options):
     #: Source images with more pixels than this are refused before decoding.
     max_image_pixels: int = Field(400_000_000, ge=1_000_000)
     page_timeout_s: float = Field(60.0, gt=0)
-    workers: int = Field(default_factory=lambda: max(1, min(4, os.cpu_count() or 1)), ge=1, le=256)
+    workers: int = Field(default_factory=lambda: min(4, usable_cpus()), ge=1, le=256)
     #: Per-worker address-space cap, MiB; a render that needs more fails as ``too_large``.
     worker_memory_mb: int = Field(1536, ge=256)
 
@@ -56,7 +56,7 @@ class EngineOptions(_Options):
     api_key: SecretStr | None = None
     max_concurrency: int | None = Field(None, ge=1)
     #: Embedded engine: OCR calls that run at once (each uses ``threads`` cores).
-    parallel: int = Field(default_factory=lambda: max(1, min(2, os.cpu_count() or 1)), ge=1)
+    parallel: int = Field(default_factory=lambda: min(2, usable_cpus()), ge=1)
     threads: int | None = Field(None, ge=1)
     languages: str = "eng"
     #: Embedded engine: its inference runtime (``engines/runtime.py``; openvino: the

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import heapq
-import os
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ocrflow.config.machine import usable_cpus
 from ocrflow.errors import OcrflowError, OutputError
 from ocrflow.observe.confidence_spread import ScoredPage, scored_pages
 from ocrflow.observe.logs import Quiet, Verbose, configure_logging, verbosity
@@ -68,7 +68,7 @@ def review_command(
             only=_with_bar(parse_only(only or ()), below),
             sample=sample,
             seed=seed,
-            workers=workers or min(4, os.cpu_count() or 1),
+            workers=workers or min(4, usable_cpus()),
         )
         stats = build_review(options)
     except OutputError as exc:
