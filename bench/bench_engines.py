@@ -1,8 +1,8 @@
 """Embedded engine (RapidOCR, PP-OCR) against Tesseract on the corpus scans with ground truth.
 
 Run: ``.venv/bin/python bench/bench_engines.py [--sets corpus,300dpi] [--dims 1288]
-[--repeat 3] [--batch-repeat 3] [--threads N] [--parallel N] [--backend auto]`` (``make
-bench-engines``; ``--parallel 4 --threads 1`` etc. on bigger machines).
+[--repeat 3] [--batch-repeat 3] [--threads N] [--parallel N] [--backend auto]
+[--det-text-px 0]`` (``make bench-engines``; ``--parallel 4 --threads 1`` etc. on bigger machines).
 
 Two page sets: ``corpus``, the corpus scans with ground truth at each ``--dims`` (longest
 side); ``300dpi``, the corpus's full-page scans rendered at 300 dpi (2480-3508 px, the
@@ -272,6 +272,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--parallel", type=int, default=None, help="batch: pages at once")
     parser.add_argument("--backend", default=None, help="embedded runtime (runtime.py)")
     parser.add_argument("--det-side", type=int, default=None, help="embedded detector side")
+    parser.add_argument(
+        "--det-text-px", type=float, default=None, help="embedded text height to detect at (0: off)"
+    )
     parser.add_argument("--rec-batch", type=int, default=None, help="embedded lines a call")
     parser.add_argument("--tesseract-psm", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write every score here")
@@ -284,7 +287,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def embedded_options(args: argparse.Namespace) -> dict[str, Any]:
     """The embedded engine's options the flags set (the defaults otherwise)."""
-    flags = {"backend": args.backend, "det_side": args.det_side, "rec_batch": args.rec_batch}
+    flags = {
+        "backend": args.backend,
+        "det_side": args.det_side,
+        "det_text_px": args.det_text_px,
+        "rec_batch": args.rec_batch,
+    }
     return {name: value for name, value in flags.items() if value is not None}
 
 

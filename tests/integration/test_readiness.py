@@ -103,9 +103,11 @@ def test_a_wrong_api_key_exits_2_at_once_without_showing_it(
 def test_progress_lines_reach_stderr_with_quiet_while_the_server_loads(
     pdf: Path, tmp_path: Path
 ) -> None:
-    # /health answers 503 for 7 s (loading): longer than --unreachable-timeout, which must
-    # not apply to a server that answers; a progress line comes after ~5 s.
-    with running_server(*FAST, "--warmup-s", "7") as server:
+    # /health answers 503 for 12 s (loading): longer than --unreachable-timeout, which must
+    # not apply to a server that answers; a progress line comes after ~5 s of waiting, and
+    # the command's own start (imports, under a loaded CI machine: several seconds) eats
+    # into the warm-up, so it is well over 5 s.
+    with running_server(*FAST, "--warmup-s", "12") as server:
         done = openai_run(
             pdf, tmp_path / "out", server.base_url, "--model", "test-model",
             "--unreachable-timeout", "1",

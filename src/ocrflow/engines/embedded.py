@@ -5,8 +5,9 @@ CPUs with bf16).
 Offline by construction: the detector, line classifier and recogniser are the ONNX files
 inside the ``rapidocr`` wheel, loaded by path, so nothing is ever downloaded. A page is:
 
-1. detected at up to ``det_side`` px (the detector's cost grows with pixels; the
-   recogniser's does not: every line is scaled to 48 px high whatever the resolution);
+1. detected at the size that makes its text ``det_text_px`` high, at most ``det_side`` px
+   (``detsize.py``: the detector's cost grows with pixels; the recogniser's does not:
+   every line is scaled to 48 px high whatever the resolution);
 2. turned a quarter clockwise when most of its text lies in boxes taller than wide (free:
    the boxes turn with the page, no second detection);
 3. turned half round when the 0°/180° classifier suspects it (its 12 longest lines) and
@@ -26,7 +27,6 @@ import contextlib
 import ctypes
 import io
 import logging
-import os
 import sys
 import threading
 import time
@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from ocrflow.config.machine import usable_cpus
+from ocrflow.engines.detsize import detector_side
 from ocrflow.engines.geometry import (
     PageFrame,
     Quads,
@@ -67,8 +69,11 @@ class EmbeddedOptions:
     #: ONNX Runtime intra-op threads per model call. One does the most work per core; two
     #: (without spinning) cut a lone page's wall time by about 40 % for 20 % more CPU.
     threads: int = 1
-    #: Longest side of the detector's input; 1600 keeps a 1288 px page at full size.
+    #: Longest side of the detector's input at most; 1600 keeps a 1288 px page at full size.
     det_side: int = 1600
+    #: Below that, the detector's input is scaled to make the page's median character this
+    #: many pixels high (``detsize.py``; 0: always ``det_side``).
+    det_text_px: float = 13.0
     #: Background added above and below each line, as a share of its height: 0.25 makes
     #: the recogniser's input 20 % narrower (faster) at no measured loss of accuracy.
     line_margin: float = 0.25
@@ -78,8 +83,8 @@ class EmbeddedOptions:
     min_score: float = 0.5
     detect_rotation: bool = True
     #: Inference runtime (``runtime.py``): ONNX Runtime; "openvino" (the ``openvino`` extra)
-    #: takes about half its CPU a page but is opt-in: two pages read at once once hung in
-    #: OpenVINO's inference under a loaded machine, and a batch must never hang. "auto" is
+    #: takes about half its CPU a page but is opt-in until the S3 two-worker test that once
+    #: hung in it (cause found and removed: docs/embedded-engine.md) passes on it. "auto" is
     #: OpenVINO when installed.
     backend: str = "onnxruntime"
 
@@ -195,13 +200,13 @@ def _return_freed_memory() -> None:
 
 def default_threads(parallel: int) -> int:
     """Threads per page when ``parallel`` pages run at once: the cores shared out, 1 to 4."""
-    return max(1, min(4, (os.cpu_count() or 1) // max(1, parallel)))
+    return max(1, min(4, usable_cpus() // max(1, parallel)))
 
 
 def _read_page(models: PpocrModels, bgr: np.ndarray, options: EmbeddedOptions) -> OcrText:
     """Detect, orient, recognise and lay out one page (see the module docstring)."""
     clock = _Clock()
-    quads = _detect_lines(models, bgr)
+    quads = _detect_lines(models, bgr, options)
     clock.lap("detect")
     if len(quads) == 0:
         return OcrText(text="", timings=clock.laps)
@@ -243,13 +248,24 @@ class _Clock:
         self._last = now
 
 
-def _detect_lines(models: PpocrModels, bgr: np.ndarray) -> Quads:
+def _detect_lines(models: PpocrModels, bgr: np.ndarray, options: EmbeddedOptions) -> Quads:
     """Line quads; a strip far wider than tall (one text line) is padded first, because the
-    detector misses text that fills the whole height of its input."""
+    detector misses text that fills the whole height of its input; a page is detected at
+    the size its text height asks for (``detsize.py``)."""
     height, width = bgr.shape[:2]
     pad = max(0, (max(width // 8, 32) - height) // 2)
     if not pad:
-        return models.detect(bgr)
+        side = detector_side(bgr, options.det_side, options.det_text_px)
+        if side >= max(height, width):
+            return models.detect(bgr)
+        import cv2  # installed with rapidocr, as the models are
+
+        scale = side / max(height, width)
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+        quads = models.detect(cv2.resize(bgr, size, interpolation=cv2.INTER_AREA))
+        quads[:, :, 0] *= width / size[0]
+        quads[:, :, 1] *= height / size[1]
+        return quads
     quads = models.detect(np.pad(bgr, ((pad, pad), (0, 0), (0, 0)), mode="edge"))
     quads[:, :, 1] = np.clip(quads[:, :, 1] - pad, 0, height)
     return quads

@@ -51,7 +51,14 @@ class PpocrModels:
             # rapidocr's loaders build each wrapper; we call the steps one by one.
             models = cls(ocr._load_det_model(), ocr._load_cls_model(), ocr._load_rec_model())
             for wrapper, task in zip(models.wrappers(), ("det", "cls", "rec"), strict=True):
-                attach(wrapper, files[task], backend=backend, threads=threads, streams=streams)
+                attach(
+                    wrapper,
+                    files[task],
+                    backend=backend,
+                    threads=threads,
+                    streams=streams,
+                    task=task,
+                )
         except Exception as exc:  # rapidocr and onnxruntime raise plain exceptions
             raise EngineError(f"cannot load the PP-OCR models: {last_line(exc)}") from exc
         return models

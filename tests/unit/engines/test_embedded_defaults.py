@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from ocrflow.engines import embedded, runtime
+from ocrflow.engines import detsize, embedded, runtime
 from ocrflow.engines.embedded import EmbeddedEngine, EmbeddedOptions, default_threads
 from ocrflow.engines.ppocr import bundled_model_files
 from ocrflow.errors import ConfigError
@@ -24,6 +24,7 @@ CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
 PINNED_OPTIONS = {
     "threads": 1,
     "det_side": 1600,
+    "det_text_px": 13.0,
     "line_margin": 0.25,
     "rec_batch": 1,
     "min_score": 0.5,
@@ -45,6 +46,8 @@ def test_default_options_are_pinned() -> None:
         0.3,
         6,
     )
+    # The detector's input: the text at 13 px, never under 1024 px (detsize.py).
+    assert (detsize.MIN_SIDE, detsize.PROBE_SIDE, detsize.MIN_COMPONENTS) == (1024, 1024, 20)
 
 
 def test_models_are_the_wheels_own_files() -> None:
@@ -57,7 +60,7 @@ def test_thread_layout_shares_the_cores_among_parallel_pages(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cores = {"n": 2}
-    monkeypatch.setattr(embedded.os, "cpu_count", lambda: cores["n"])
+    monkeypatch.setattr(embedded, "usable_cpus", lambda: cores["n"])
     # 2 cores: one page alone gets both, two pages at once one each.
     assert (default_threads(1), default_threads(2), default_threads(4)) == (2, 1, 1)
     cores["n"] = 16
@@ -73,13 +76,18 @@ def test_auto_backend_is_openvino_exactly_when_installed() -> None:
         runtime.resolve_backend("tensorrt")
 
 
-def test_openvino_settings_give_each_parallel_page_a_stream() -> None:
-    assert runtime.openvino_config(1, 2) == {
+def test_openvino_settings_run_each_call_in_the_calling_thread() -> None:
+    # One stream a compiled model (pages read at once get a compiled model each): with
+    # several, a synchronous infer waits on the streams executor's threads
+    # (test_openvino_runtime.py).
+    assert runtime.openvino_config(2) == {
         "INFERENCE_NUM_THREADS": "2",
-        "NUM_STREAMS": "2",
+        "NUM_STREAMS": "1",
         "PERFORMANCE_HINT": "LATENCY",
         "ENABLE_CPU_PINNING": "NO",
+        "CPU_RUNTIME_CACHE_CAPACITY": "1000",
     }
+    assert runtime.REC_WIDTH_STEP == 32
 
 
 def _loaded(**options: object) -> EmbeddedEngine:
@@ -99,14 +107,18 @@ def test_loaded_models_run_with_the_pinned_pre_and_post_processing() -> None:
 
 
 @pytest.mark.skipif(not runtime.openvino_installed(), reason="the openvino extra is absent")
-def test_the_openvino_backend_gives_each_parallel_page_a_stream() -> None:
+def test_the_openvino_backend_gives_each_parallel_page_a_compiled_model() -> None:
     models = _loaded(max_parallel=2, threads=1, backend="openvino")._models
     assert models is not None
-    for wrapper in models.wrappers():
-        assert isinstance(wrapper.session, runtime.OpenVinoSession)
-        compiled = wrapper.session._compiled
-        assert int(compiled.get_property("NUM_STREAMS")) == 2
-        assert int(compiled.get_property("INFERENCE_NUM_THREADS")) == 2
+    for wrapper, step in zip(models.wrappers(), (None, None, runtime.REC_WIDTH_STEP), strict=True):
+        session = wrapper.session
+        assert isinstance(session, runtime.OpenVinoSession)
+        assert (session._slots, session._width_step) == (2, step)
+        request = session._borrow()
+        compiled = request.get_compiled_model()
+        assert int(compiled.get_property("NUM_STREAMS")) == 1
+        assert int(compiled.get_property("INFERENCE_NUM_THREADS")) == 1
+        session._give_back(request)
 
 
 def test_onnxruntime_sessions_sleep_between_operators() -> None:

@@ -1,0 +1,139 @@
+"""The OpenVINO runtime under the embedded engine: several threads and a fork never hang it.
+
+OpenVINO's synchronous ``infer`` on a compiled model with several streams waits on the
+streams executor's threads; a forked child has none, so it waited for good (the former
+settings, ``NUM_STREAMS`` = pages at once). Each page read at once now has its own
+one-stream compiled model, lent to one thread at a time. These tests fork the pytest
+process, hence Linux only; a hang is caught by the child's deadline, not by luck.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from ocrflow.engines import runtime
+from ocrflow.engines.embedded import EmbeddedEngine
+from ocrflow.engines.ppocr import bundled_model_files
+from ocrflow.render.jobs import encode_image
+from ocrflow.types import PageRequest
+
+CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
+
+pytestmark = [
+    pytest.mark.skipif(not runtime.openvino_installed(), reason="the openvino extra is absent"),
+    pytest.mark.skipif(sys.platform != "linux", reason="forks the test process"),
+    # Python 3.12+ warns on every fork of a process with threads: forking one is the point.
+    pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning"),
+]
+
+
+def _line(width: int, seed: int) -> np.ndarray:
+    """A recogniser input: one normalised 48 px line of ``width`` columns."""
+    return np.random.default_rng(seed).uniform(-1, 1, (1, 3, 48, width)).astype(np.float32)
+
+
+def _in_child(check: Callable[[], bool], deadline_s: float = 60.0) -> int:
+    """Run ``check`` in a forked child; its exit status (-1 when it hung and was killed)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's result is its exit status
+        code = 1
+        try:
+            code = 0 if check() else 1
+        finally:
+            os._exit(code)
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return -1
+
+
+@pytest.mark.timeout(180)
+def test_a_forked_child_reads_with_the_parents_session() -> None:
+    session = runtime.OpenVinoSession(bundled_model_files()["rec"], 1, slots=2)
+    line = _line(320, 0)
+    expected = session(line)
+    # -1 here was the former two-stream model: the child's infer never returned.
+    assert _in_child(lambda: np.array_equal(session(line), expected)) == 0
+
+
+@pytest.mark.timeout(180)
+def test_a_model_lent_out_at_the_fork_does_not_block_the_child() -> None:
+    session = runtime.OpenVinoSession(bundled_model_files()["rec"], 1, slots=1)
+    line = _line(96, 1)
+    expected = session(line)
+    held = session._borrow()  # a parent thread is mid-page when the fork happens
+    try:
+        assert _in_child(lambda: np.array_equal(session(line), expected)) == 0
+    finally:
+        session._give_back(held)
+    assert np.array_equal(session(line), expected)
+
+
+@pytest.mark.timeout(180)
+def test_threads_sharing_a_session_get_their_own_results() -> None:
+    session = runtime.OpenVinoSession(bundled_model_files()["rec"], 1, slots=2)
+    # Widths vary call to call (every line differs): each call changes the input shape.
+    lines = [_line(48 + 40 * k, k) for k in range(12)]
+    expected = [session(line) for line in lines]
+    failures: list[int] = []
+
+    def read(offset: int) -> None:
+        for k in range(len(lines)):
+            index = (k + offset) % len(lines)
+            if not np.array_equal(session(lines[index]), expected[index]):
+                failures.append(index)
+
+    workers = [threading.Thread(target=read, args=(n * 3,)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert not any(worker.is_alive() for worker in workers), "a thread hung in infer"
+    assert failures == []
+    # Four threads, but never more compiled models than pages read at once.
+    assert 1 <= session.compiled_models <= 2
+
+
+def test_recogniser_widths_are_padded_to_a_few_shapes() -> None:
+    batch = _line(100, 2)
+    padded = runtime.pad_width(batch, 32)
+    assert padded.shape == (1, 3, 48, 128)
+    assert np.array_equal(padded[..., :100], batch) and not padded[..., 100:].any()
+    assert runtime.pad_width(padded, 32) is padded
+
+
+@pytest.mark.timeout(300)
+def test_two_pages_at_once_read_as_each_alone() -> None:
+    names = ("tesseract__phototest.tif", "tesseract__eurotext.tif")
+    pages = []
+    for name in names:
+        with Image.open(CORPUS / "images" / name) as image:
+            pages.append(encode_image(image.convert("RGB"), "raw"))
+    engine = EmbeddedEngine(threads=1, max_parallel=2, backend="openvino")
+
+    async def read() -> tuple[list[str], list[str]]:
+        alone = [(await engine.infer(PageRequest(image=page))).text for page in pages]
+        together = await asyncio.wait_for(
+            asyncio.gather(*(engine.infer(PageRequest(image=page)) for page in pages * 2)), 240
+        )
+        return alone, [reply.text for reply in together]
+
+    alone, together = asyncio.run(read())
+    assert "quick brown dog" in alone[0]
+    assert together == alone * 2
