@@ -9,11 +9,9 @@ import io
 import json
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pypdfium2 as pdfium
 import pytest
 
 from ocrflow.config import RunConfig
@@ -23,8 +21,9 @@ from ocrflow.service.jobs import JobStore, ServiceSettings
 from ocrflow.service.layout import JobDir, JobMeta, job_ids, new_job_id
 from ocrflow.storage.open import open_store
 from ocrflow.workspace.leases import LeaseManager
-from tests.fakevllm.process import ServerHandle, running_server
+from tests.fakevllm.process import ServerHandle
 
+from .serve_engine import engine_args, long_pdf
 from .serve_helpers import (
     EXAMPLES,
     TOKEN_A,
@@ -36,31 +35,7 @@ from .serve_helpers import (
     wait_status,
 )
 
-MODEL = "olmocr"
 H = auth(TOKEN_A)
-
-
-@pytest.fixture(scope="module")
-def slow_engine() -> Iterator[ServerHandle]:
-    """A fake vLLM that reads about 6 pages a second: jobs last long enough to interrupt."""
-    flags = ("--reply-format", "olmocr", "--model", MODEL, "--pages-per-s", "6",
-             "--max-num-seqs", "4")  # fmt: skip
-    with running_server(*flags) as server:
-        yield server
-
-
-def engine_args(server: ServerHandle, *extra: str) -> list[str]:
-    return ["--engine", "openai", "--server", server.base_url, "--model", MODEL,
-            "--recipe", "olmocr", "-q", *extra]  # fmt: skip
-
-
-def long_pdf(path: Path, pages: int) -> bytes:
-    """A PDF of ``pages`` copies of the born-digital sample's first page."""
-    source = pdfium.PdfDocument(EXAMPLES / "born-digital.pdf")
-    target = pdfium.PdfDocument.new()
-    target.import_pages(source, [0] * pages)
-    target.save(path)
-    return path.read_bytes()
 
 
 def post(client: httpx.Client, name: str, data: bytes) -> httpx.Response:
@@ -100,7 +75,7 @@ def assert_gone(client: httpx.Client, job_id: str) -> None:
 @pytest.mark.slow
 def test_delete_a_running_job(slow_engine: ServerHandle, tmp_path: Path) -> None:
     root = tmp_path / "root"
-    big = long_pdf(tmp_path / "long.pdf", 24)
+    big = long_pdf(tmp_path / "long.pdf", 24).read_bytes()
     args = engine_args(slow_engine, "--workers", "1", "--split-pages", "3",
                        "--max-queued-jobs", "1")  # fmt: skip
     with serving(root, *args) as served, httpx.Client(base_url=served.url, timeout=30) as client:
@@ -141,7 +116,10 @@ def test_cancel_keeps_results_readable(slow_engine: ServerHandle, tmp_path: Path
     short = (EXAMPLES / "born-digital.pdf").read_bytes()
     files = [
         ("files", ("a-short.pdf", short, "application/pdf")),
-        ("files", ("b-long.pdf", long_pdf(tmp_path / "long.pdf", 48), "application/pdf")),
+        (
+            "files",
+            ("b-long.pdf", long_pdf(tmp_path / "long.pdf", 48).read_bytes(), "application/pdf"),
+        ),
     ]
     # In ranges of 3 pages, 4 at once: the short document is among the first items.
     args = engine_args(slow_engine, "--workers", "1", "--max-queued-jobs", "1",
