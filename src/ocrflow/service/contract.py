@@ -55,13 +55,13 @@ class JobCreated(BaseModel):
 
 
 #: The operations on one job, by OpenAPI link name.
-_JOB_OPERATIONS = [
+_JOB_OPERATIONS = (
     ("GetJob", "get_job"),
     ("CancelJob", "cancel_job"),
     ("DeleteJob", "delete_job"),
     ("JobResults", "job_results"),
     ("JobDocuments", "job_documents"),
-]
+)
 
 
 def job_links() -> dict[str, Any]:
