@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import resource
 import signal
 from collections.abc import Callable
@@ -39,6 +40,17 @@ def _limit_memory(limit_mb: int) -> None:
     # A terminal's Ctrl-C reaches the whole process group: the parent stops the workers
     # (pool shutdown, or a kill), never a page failing halfway with KeyboardInterrupt.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The pool stops its workers with SIGTERM at every run's end (and a page over its
+    # timeout). pebble's handler runs multiprocessing's exit functions inside the signal
+    # handler, re-entered when the closed channel already had the worker exiting: what it
+    # raised there escaped as a traceback on the user's stderr (seen once in CI, cut off by
+    # the SIGKILL that follows). A worker holds nothing to clean up: it leaves at once,
+    # with the same exit code (the signal's number) pebble gives it.
+    signal.signal(signal.SIGTERM, _exit_at_once)
+
+
+def _exit_at_once(signum: int, _frame: object) -> None:
+    os._exit(signum)
 
 
 class RenderPool:
