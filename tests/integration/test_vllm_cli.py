@@ -7,6 +7,7 @@ fallbacks, never OCR quality: pages end as engine pages or recorded fallbacks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
@@ -28,24 +30,52 @@ MODEL = TINY_VLM
 CPU_ENV = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
 
 
-def _vllm_processes() -> list[psutil.Process]:
+def _vllm_processes(port: str) -> list[psutil.Process]:
+    """The live processes serving the tiny model on ``port`` (other tests serve it too)."""
     found = []
     for proc in psutil.process_iter(["cmdline", "status"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
         ours = "ocrflow.cli" in cmdline or "pytest" in cmdline
-        if str(MODEL) in cmdline and not ours and proc.info["status"] != psutil.STATUS_ZOMBIE:
+        served = str(MODEL) in cmdline and f"--port={port}" in cmdline
+        if served and not ours and proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(proc)
     return found
 
 
-def _api_server(deadline_s: float) -> psutil.Process:
+def _api_server(run: subprocess.Popen[str], deadline_s: float) -> psutil.Process:
+    """The ``vllm serve`` process that ``run`` started (not another test's: the suite runs
+    in parallel workers, and other tests serve the same tiny model)."""
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        for proc in _vllm_processes():
-            if proc.cmdline()[1:2] and proc.cmdline()[1].endswith("/vllm"):
-                return proc
+        with contextlib.suppress(psutil.Error):
+            for proc in psutil.Process(run.pid).children(recursive=True):
+                cmdline = proc.cmdline()
+                if cmdline[1:2] and cmdline[1].endswith("/vllm"):
+                    return proc
         time.sleep(0.5)
     pytest.fail("vllm serve never appeared")
+
+
+def _port(server: psutil.Process) -> str:
+    return next(a.split("=", 1)[1] for a in server.cmdline() if a.startswith("--port="))
+
+
+def _wait_running(server: psutil.Process, deadline_s: float) -> None:
+    """Until the server's ``/metrics`` shows a request running."""
+    port = _port(server)
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        with contextlib.suppress(httpx.HTTPError):
+            text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+            running = [
+                float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith("vllm:num_requests_running")
+            ]
+            if sum(running) > 0:
+                return
+        time.sleep(0.1)
+    pytest.fail("the server never ran a request")
 
 
 def test_run_with_managed_vllm_survives_a_crash(corpus: Path, tmp_path: Path) -> None:
@@ -91,11 +121,12 @@ def test_run_with_managed_vllm_survives_a_crash(corpus: Path, tmp_path: Path) ->
         text=True,
         env={**os.environ, **CPU_ENV},
     )
-    server = _api_server(300)
-    # Kill the server once pages are flowing: the run must wait for the restart, not fail.
-    end = time.monotonic() + 400
-    while time.monotonic() < end and not list((out / ".ocrflow" / "pages").rglob("*.json")):
-        time.sleep(0.5)
+    server = _api_server(proc, 300)
+    port = _port(server)
+    # Kill the server while it serves pages: the run must wait for the restart, not fail.
+    # (Pages are rendered while the server loads, so they all go out the moment it is
+    # ready, and the tiny model answers them within seconds: watch its own batch.)
+    _wait_running(server, 400)
     server.kill()
     stdout, stderr = proc.communicate(timeout=800)
     assert proc.returncode in (0, 1), stderr[-3000:]
@@ -109,7 +140,7 @@ def test_run_with_managed_vllm_survives_a_crash(corpus: Path, tmp_path: Path) ->
     log_text = logs[0].read_text(errors="replace")
     assert "max_model_len" in log_text and "4096" in log_text  # the flags real vLLM accepted
     assert "start 2:" in log_text, "the crashed replica was started again"
-    assert not _vllm_processes(), "no vLLM process is left behind"
+    assert not _vllm_processes(port), "no vLLM process is left behind"
     report = status_json(out)
     assert report["pages"] == {"ok": 40}
 
@@ -137,10 +168,10 @@ def test_sigkill_of_ocrflow_takes_vllm_down(corpus: Path, tmp_path: Path) -> Non
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **CPU_ENV}
     )
-    _api_server(300)
+    port = _port(_api_server(proc, 300))
     proc.kill()
     proc.wait(timeout=30)
     end = time.monotonic() + 120
-    while _vllm_processes() and time.monotonic() < end:
+    while _vllm_processes(port) and time.monotonic() < end:
         time.sleep(1)
-    assert not _vllm_processes(), "vLLM outlived a SIGKILLed ocrflow"
+    assert not _vllm_processes(port), "vLLM outlived a SIGKILLed ocrflow"

@@ -95,6 +95,7 @@ class ManagedServers:
         self._groups: set[int] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._client: httpx.AsyncClient | None = None
+        self._stopping: asyncio.Task[None] | None = None
         self._finalizer = weakref.finalize(self, _kill_groups, self._groups, os.getpid())
 
     @property
@@ -135,22 +136,41 @@ class ManagedServers:
         Raises EngineUnavailable (with the log tail) when a replica exits during start-up
         or misses the deadline; every replica is stopped first.
         """
+        try:
+            self.launch()
+        except BaseException:  # a later replica failed to launch: stop the earlier ones
+            await self.stop_or_kill()
+            raise
+        await self.wait_ready()
+        return self.urls
+
+    def launch(self) -> list[str]:
+        """Start every replica's process and return their URLs at once (not ready yet:
+        ``wait_ready``). The caller owns the processes from here: ``stop_or_kill`` them."""
         if self._replicas:
             raise ConfigError("these vLLM servers were started already")
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(5.0, connect=2.0))
         self._replicas = self._plan()
+        for replica in self._replicas:
+            replica.launch()
+        return self.urls
+
+    async def wait_ready(self) -> None:
+        """Wait until every launched replica is ready, then watch them (restarts).
+
+        Raises EngineUnavailable (with the log tail) when a replica exits during start-up
+        or misses the deadline; every replica is stopped first.
+        """
+        assert self._client is not None, "launch() first"
         try:
-            for replica in self._replicas:
-                replica.launch()
             await self._wait_all_ready(self._client)
         except BaseException:
-            await self._stop_or_kill()
+            await self.stop_or_kill()
             raise
         for replica in self._replicas:
             replica.state = "ready"
         self._spawn(self._watch())
         log.info("vLLM ready: %s", ", ".join(self.urls))
-        return self.urls
 
     async def _wait_all_ready(self, client: httpx.AsyncClient) -> None:
         """Wait for every replica; on the first failure, stop waiting for the others."""
@@ -246,9 +266,17 @@ class ManagedServers:
             await self._client.aclose()
             self._client = None
 
-    async def _stop_or_kill(self) -> None:
+    def begin_stop(self) -> None:
+        """Start stopping in the background, for a caller that is done with the servers but
+        has other work left (writing outputs): ``stop_or_kill`` then waits for it."""
+        if self._stopping is None:
+            self._stopping = asyncio.get_running_loop().create_task(self.stop())
+
+    async def stop_or_kill(self) -> None:
         """Stop after a failed or cancelled start; SIGKILL if this await is cancelled too."""
         try:
+            if self._stopping is not None:
+                await asyncio.shield(self._stopping)
             await asyncio.shield(self.stop())
         except BaseException:
             self.kill()
@@ -272,4 +300,4 @@ class ManagedServers:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._stop_or_kill()
+        await self.stop_or_kill()

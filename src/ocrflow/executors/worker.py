@@ -14,8 +14,9 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from ocrflow.config import RunConfig
 from ocrflow.executors.item_loop import ItemLoop, WorkerOptions
@@ -23,6 +24,8 @@ from ocrflow.executors.pipeline_setup import build_pipeline, build_reader
 from ocrflow.observe.metrics import Metrics
 from ocrflow.observe.runstats import RunStats
 from ocrflow.pipeline.documents import Progress
+from ocrflow.readers.plain import PageReader
+from ocrflow.readers.ready_gate import ReadyGate
 from ocrflow.readers.session import EngineSession, open_engine
 from ocrflow.render.pool import RenderPool
 from ocrflow.workspace.records import RunRecord
@@ -72,7 +75,9 @@ async def work(
         ):
             if metrics is not None and lent.session is None:  # a lent one is the lender's
                 session = dataclasses.replace(session, engine=metrics.instrument(session.engine))
-            reader = build_reader(config, session, workspace)
+            reader: PageReader = build_reader(config, session, workspace)
+            if session.ready is not None:
+                reader = ReadyGate(reader, session.ready)
             listeners: list[Progress] = [x for x in (stats, progress, metrics) if x is not None]
             pipeline = build_pipeline(
                 config,
@@ -88,7 +93,9 @@ async def work(
                 loop = ItemLoop(
                     pipeline, workspace, options, owner, fingerprint, stats, config=config
                 )
-                await loop.run()
+                await _unless_start_fails(loop.run(), session.ready)
+                if session.wind_down is not None and lent.session is None:
+                    await session.wind_down()  # servers stop while the outputs are written
                 await pipeline.close_outputs()
                 if "parquet" in config.out.formats:
                     await store_call(_finalize_shards, workspace)
@@ -108,8 +115,37 @@ async def _engine_session(
     if lent is not None:
         yield lent
         return
-    async with open_engine(config.engine, log_dir=workspace.log_dir()) as session:
+    # Pages render while the servers start: the reader's gate holds them until ready.
+    async with open_engine(config.engine, log_dir=workspace.log_dir(), ready_later=True) as session:
         yield session
+
+
+async def _unless_start_fails(
+    work: Coroutine[Any, Any, None], ready: asyncio.Task[None] | None
+) -> None:
+    """Run ``work`` while the engine starts (``ready``). If the start fails, cancel the
+    work (claimed items are released, nothing half-done is marked done) and raise why.
+    Work that ends first (no page needed the engine) still waits for the start, so that a
+    misconfigured engine fails the run as it did when it was checked first."""
+    if ready is None:
+        await work
+        return
+    task = asyncio.get_running_loop().create_task(work)
+    try:
+        await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if task.done():
+        task.result()  # the work's own error, if any
+        await asyncio.shield(ready)
+        return
+    error = ready.exception()
+    if error is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise error
+    await task
 
 
 @contextlib.asynccontextmanager

@@ -45,6 +45,15 @@ from ocrflow.workspace.state import Workspace, result_from_done, store_call
 CHUNK_PAGES = 8
 
 
+def render_chunks(pages: list[int]) -> list[tuple[int, ...]]:
+    """``pages`` in render jobs of ``CHUNK_PAGES``, the first of a longer document alone:
+    its engine gets a page after one render, not eight (a server sits idle meanwhile)."""
+    head = pages[:1] if len(pages) > CHUNK_PAGES else []
+    rest = pages[len(head) :]
+    chunks = [tuple(rest[i : i + CHUNK_PAGES]) for i in range(0, len(rest), CHUNK_PAGES)]
+    return [tuple(head), *chunks] if head else chunks
+
+
 class Progress(Protocol):
     """Hears about work as it happens (progress bars, logs, run statistics)."""
 
@@ -289,7 +298,7 @@ class DocumentPipeline:
         if done:
             self.progress.pages_finished([p for n, p in done.items() if n in pages])
         pending = [p for p in pages if p not in done]
-        chunks = [tuple(pending[i : i + CHUNK_PAGES]) for i in range(0, len(pending), CHUNK_PAGES)]
+        chunks = render_chunks(pending)
         parts = await asyncio.gather(*(self._convert_chunk(job, c, password) for c in chunks))
         return [done[p] for p in pages if p in done] + [r for part in parts for r in part]
 

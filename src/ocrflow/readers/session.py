@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
+import functools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +22,7 @@ from ocrflow.errors import ConfigError
 
 if TYPE_CHECKING:
     from ocrflow.engines.openai import OpenAIEngine
+    from ocrflow.engines.server import ManagedServers
     from ocrflow.recipes.base import Recipe
 
 log = logging.getLogger("ocrflow.engine")
@@ -33,6 +37,12 @@ class EngineSession:
     label: str
     #: The page size this engine reads best at, unless the user chose one.
     target_dim: int
+    #: Set when the session was opened with ``ready_later``: done once the engine serves
+    #: (its servers started and answered), or failed with why it never will.
+    ready: asyncio.Task[None] | None = None
+    #: Stop what the session started (servers) in the background, once no page is left to
+    #: send: they stop while the outputs are written. The session's exit waits for it.
+    wind_down: Callable[[], Awaitable[None]] | None = None
 
 
 def api_key(options: EngineOptions) -> str | None:
@@ -45,9 +55,15 @@ def api_key(options: EngineOptions) -> str | None:
 
 @contextlib.asynccontextmanager
 async def open_engine(
-    options: EngineOptions, *, log_dir: str | None
+    options: EngineOptions, *, log_dir: str | None, ready_later: bool = False
 ) -> AsyncIterator[EngineSession]:
-    """Yield a ready engine; on exit close it and stop any server it started."""
+    """Yield a ready engine; on exit close it and stop any server it started.
+
+    ``ready_later``: yield at once, while the servers start and the engine waits for them
+    in ``session.ready``, so that the caller renders its first pages meanwhile (a managed
+    vLLM takes minutes to load). The caller must not send a page before ``ready`` is done,
+    and must stop when it fails (``executors.worker`` does both).
+    """
     if options.kind in {"embedded", "tesseract"}:
         engine = build_engine(options)
         try:
@@ -63,20 +79,56 @@ async def open_engine(
         options.model, options.recipe, guided=options.guided, **options.recipe_options
     )
     async with contextlib.AsyncExitStack() as stack:
+        managed = None
         servers = list(options.servers)
         if options.kind == "vllm":
-            servers = await stack.enter_async_context(_managed(options, recipe, log_dir))
+            managed = await stack.enter_async_context(_managed(options, recipe, log_dir))
+            servers = managed.urls
         elif not servers:
             raise ConfigError("--engine openai needs --server URL (repeatable)")
         engine = _openai(options, servers)
         stack.push_async_callback(engine.aclose)
-        await engine.wait_ready(
-            options.ready_timeout_s, unreachable_s=options.unreachable_timeout_s
+        session = EngineSession(
+            engine,
+            recipe,
+            f"{options.kind}:{options.model}",
+            recipe.target_dim,
+            wind_down=None if managed is None else functools.partial(_wind_down, engine, managed),
         )
-        if len(servers) > 1:  # one replica ready: none of the others serves another model
-            model = options.served_model_name or options.model
-            await confirm_models([v1(s) for s in servers], model, api_key=api_key(options))
-        yield EngineSession(engine, recipe, f"{options.kind}:{options.model}", recipe.target_dim)
+        becoming_ready = _become_ready(options, engine, servers, managed)
+        if not ready_later:
+            await becoming_ready
+            yield session
+            return
+        ready = asyncio.get_running_loop().create_task(becoming_ready)
+        stack.push_async_callback(_cancel, ready)
+        yield dataclasses.replace(session, ready=ready)
+
+
+async def _become_ready(
+    options: EngineOptions,
+    engine: OpenAIEngine,
+    servers: list[str],
+    managed: ManagedServers | None,
+) -> None:
+    """Wait for servers we started, then for the engine to see its model served."""
+    if managed is not None:
+        await managed.wait_ready()
+    await engine.wait_ready(options.ready_timeout_s, unreachable_s=options.unreachable_timeout_s)
+    if len(servers) > 1:  # one replica ready: none of the others serves another model
+        model = options.served_model_name or options.model or ""
+        await confirm_models([v1(s) for s in servers], model, api_key=api_key(options))
+
+
+async def _wind_down(engine: OpenAIEngine, managed: ManagedServers) -> None:
+    await engine.aclose()  # no more polls of servers that are going away
+    managed.begin_stop()
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
 
 
 def _default_dim(engine: Engine) -> int:
@@ -124,7 +176,8 @@ def managed_flags(recipe: object, options: EngineOptions) -> tuple[str, ...]:
 @contextlib.asynccontextmanager
 async def _managed(
     options: EngineOptions, recipe: object, log_dir: str | None
-) -> AsyncIterator[list[str]]:
+) -> AsyncIterator[ManagedServers]:
+    """Launched servers (not yet ready: ``wait_ready``), stopped on exit."""
     from ocrflow.engines.server import ManagedServers, ServerSpec
 
     spec = ServerSpec(
@@ -137,5 +190,9 @@ async def _managed(
         ready_timeout_s=options.ready_timeout_s,
         api_key=api_key(options),
     )
-    async with ManagedServers(spec) as servers:
-        yield list(servers.urls)
+    servers = ManagedServers(spec)
+    try:
+        servers.launch()
+        yield servers
+    finally:
+        await servers.stop_or_kill()

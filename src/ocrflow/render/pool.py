@@ -59,14 +59,21 @@ class RenderPool:
     def __init__(self, workers: int, *, page_timeout_s: float, memory_mb: int) -> None:
         self.workers = workers
         self.page_timeout_s = page_timeout_s
+        context = multiprocessing.get_context("forkserver")
+        # Workers fork from a server that imported PDFium and Pillow once (fresh workers
+        # after a recycle or a crash too), instead of importing them at their first page.
+        context.set_forkserver_preload([render_pages.__module__])
         self._pool = ProcessPool(
             max_workers=workers,
             max_tasks=500,  # recycle workers now and then: PDFium keeps caches
             initializer=_limit_memory,
             initargs=(memory_mb,),
-            context=multiprocessing.get_context("forkserver"),
+            context=context,
         )
         self._slots = asyncio.Semaphore(workers * 2)
+        # pebble starts its workers at the first job: start them now, while the caller
+        # plans its work and opens its engine, so the first page does not wait for them.
+        self._pool.schedule(os.getpid)
 
     async def probe(self, job: ProbeJob) -> DocumentProbe:
         """Open a document in a worker and count its pages."""

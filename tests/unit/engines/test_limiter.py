@@ -30,8 +30,21 @@ def test_a_queue_at_a_full_batch_keeps_growth_slow() -> None:
     limiter = ReplicaLimiter(240)
     limiter.on_metrics(200, 40, 240, True)
     limiter.on_metrics(200, 40, 240, True)  # max-num-seqs 200: a real queue
-    assert limiter.limit == 208 and limiter.queue_seen
-    limiter.on_metrics(210, 0, 210, True)  # a little more room (shorter prompts)
-    limiter.on_metrics(210, 0, 210, True)
+    assert limiter.limit == 210 and limiter.queue_seen  # 10 left waiting: 5 % of 200
+    limiter.on_metrics(220, 0, 220, True)  # a little more room (shorter prompts)
+    limiter.on_metrics(220, 0, 220, True)
     assert limiter.queue_seen
-    assert limiter.limit == 208 * 1.25  # growth stays at 25 % near the batch's size
+    assert limiter.limit == 210 * 1.25  # growth stays at 25 % near the batch's size
+
+
+def test_a_big_batch_keeps_a_queue_in_proportion() -> None:
+    # One H100 held ~350 requests running: a queue of 8 ran dry between polls, while a
+    # client that kept 10-21 waiting kept 352-363 running. 5 % of the batch waits.
+    limiter = ReplicaLimiter(400)
+    limiter.on_metrics(350, 50, 400, True)
+    limiter.on_metrics(350, 50, 400, True)
+    assert limiter.limit == 400 - (50 - 17.5)
+    small = ReplicaLimiter(40)  # a small server keeps the floor of 8
+    small.on_metrics(20, 20, 40, True)
+    small.on_metrics(20, 20, 40, True)
+    assert small.limit == 40 - (20 - 8)

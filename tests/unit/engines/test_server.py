@@ -292,3 +292,29 @@ def test_olmocr_gpu_flags_only_when_gpus_are_named() -> None:
     )
     assert "--kv-cache-dtype" not in on_cpu
     assert on_gpus[-4:] == ("--kv-cache-dtype", "fp8", "--kv-cache-dtype", "auto"), on_gpus
+
+
+def test_launch_gives_urls_at_once_and_begin_stop_overlaps_the_callers_work(
+    tmp_path: Path,
+) -> None:
+    # The run renders while the servers load (launch, then wait_ready), and stops them in
+    # the background while it writes its outputs (begin_stop, then stop_or_kill).
+    servers = ManagedServers(fake_spec(tmp_path, "--fake-delay", "1.0"), **FAST)
+
+    async def scenario() -> list[int]:
+        urls = servers.launch()
+        assert urls == servers.urls and servers.ready_urls == []  # not ready yet
+        with pytest.raises(httpx.ConnectError):  # its port opens after --fake-delay
+            async with httpx.AsyncClient() as client:
+                await client.get(urls[0] + "/models")
+        await servers.wait_ready()
+        assert servers.ready_urls == urls
+        pids = [pid for r in servers.replicas for pid in family(r.pid or 0)]
+        servers.begin_stop()
+        servers.begin_stop()  # once is enough; a second call changes nothing
+        await servers.stop_or_kill()
+        return pids
+
+    pids = asyncio.run(scenario())
+    assert pids and not any(running(pid) for pid in pids)
+    assert {r.state for r in servers.replicas} == {"stopped"}
