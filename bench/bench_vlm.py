@@ -397,7 +397,7 @@ async def _drive_engine(url: str, requests: int, concurrency: int) -> float:
 
 def transport_study(requests: int = 512, concurrency: int = 136) -> dict[str, float]:
     """Client CPU ms per request: sharded pools (as shipped) vs one pool for everything."""
-    import ocrflow.engines.openai as openai_module
+    import ocrflow.engines.http_pools as openai_module
 
     shipped = openai_module.SHARD_REQUESTS
     found: dict[str, float] = {}

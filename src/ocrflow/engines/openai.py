@@ -10,10 +10,10 @@ background until it comes back. A circuit breaker per replica
 while it does, and stops the run (``EngineFailing``) once every replica has failed for
 ``BreakerPolicy.fail_after_s``.
 
-Transport: ``httpx``, sharded into several small ``AsyncClient`` pools. One pool of 128+
-connections costs 5-13 ms of CPU per request (httpcore scans every connection and every
-queued request on each event); pools of ~16 connections cost ~1.3 ms (see
-``bench/bench_vlm.py``).
+Transport: ``httpx``, sharded into several small ``AsyncClient`` pools (``http_pools.py``)
+that share one TLS context. One pool of 128+ connections costs 5-13 ms of CPU per request
+(httpcore scans every connection and every queued request on each event); pools of ~16
+connections cost ~1.3 ms (see ``bench/bench_vlm.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from ocrflow.engines.completions import (
     request_body,
     v1,
 )
+from ocrflow.engines.http_pools import HttpPools
 from ocrflow.engines.limiter import ReplicaLimiter
 from ocrflow.engines.metrics import parse_vllm_metrics
 from ocrflow.engines.readiness import ProgressNotes, Readiness, ReadyWatch, probe_server
@@ -45,44 +46,6 @@ from ocrflow.types import EngineReply, PageRequest
 __all__ = ["OpenAIEngine", "Replica"]
 
 log = logging.getLogger("ocrflow.engine")
-
-#: Requests one httpx pool carries at once before another pool is opened (see module doc).
-SHARD_REQUESTS = 16
-
-
-class _Shards:
-    """Several small httpx pools; each request goes to the least busy one."""
-
-    def __init__(self, headers: dict[str, str], timeout: httpx.Timeout) -> None:
-        self._headers = headers
-        self._timeout = timeout
-        self._clients: list[httpx.AsyncClient] = []
-        self._active: list[int] = []
-
-    def acquire(self) -> int:
-        """The index of a pool with room, opening one when all are busy."""
-        if self._active:
-            index = min(range(len(self._active)), key=self._active.__getitem__)
-            if self._active[index] < SHARD_REQUESTS:
-                self._active[index] += 1
-                return index
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=SHARD_REQUESTS * 2)
-        self._clients.append(
-            httpx.AsyncClient(headers=self._headers, timeout=self._timeout, limits=limits)
-        )
-        self._active.append(1)
-        return len(self._clients) - 1
-
-    def release(self, index: int) -> None:
-        self._active[index] -= 1
-
-    def client(self, index: int) -> httpx.AsyncClient:
-        return self._clients[index]
-
-    async def aclose(self) -> None:
-        await asyncio.gather(*(c.aclose() for c in self._clients), return_exceptions=True)
-        self._clients.clear()
-        self._active.clear()
 
 
 class OpenAIEngine:
@@ -139,9 +102,12 @@ class OpenAIEngine:
         # The key travels only in this header: never in a URL, a log line or an error.
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         timeout = httpx.Timeout(request_timeout_s, connect=connect_timeout_s)
-        self._shards = _Shards({**headers, "Content-Type": "application/json"}, timeout)
+        # One TLS context for every pool: httpx builds one per client otherwise (~20 ms
+        # each, on the event loop, as the in-flight limit grows and pools are opened).
+        tls = httpx.create_ssl_context()
+        self._shards = HttpPools({**headers, "Content-Type": "application/json"}, timeout, tls)
         # Probes and metrics: few, short, on their own pool.
-        self._probe_client = httpx.AsyncClient(headers=headers, timeout=timeout)
+        self._probe_client = httpx.AsyncClient(headers=headers, timeout=timeout, verify=tls)
         self._slots = ReplicaSlots(self.replicas)
         self._poller: asyncio.Task[None] | None = None
         self._checks: set[asyncio.Task[None]] = set()

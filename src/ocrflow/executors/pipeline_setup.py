@@ -8,6 +8,7 @@ from ocrflow.config import EngineOptions, RunConfig
 from ocrflow.engines.factory import build_engine
 from ocrflow.inputs.source import Source
 from ocrflow.pipeline.documents import CHUNK_PAGES, DocumentPipeline, PageBudget, Progress
+from ocrflow.readers.markdown_clean import recipe_prompts
 from ocrflow.readers.plain import PageReader, PlainReader
 from ocrflow.readers.session import EngineSession
 from ocrflow.render.pool import RenderPool
@@ -127,4 +128,5 @@ def build_pipeline(
         fingerprint=fingerprint,
         engine_name=session.label,
         target_dim=render_dim(config, session),
+        prompts=recipe_prompts(session.recipe),
     )

@@ -68,6 +68,7 @@ async def work(
         page_timeout_s=config.render.page_timeout_s,
         memory_mb=config.render.worker_memory_mb,
     )
+    pool_closing: asyncio.Task[None] | None = None
     try:
         async with (
             _engine_session(config, workspace, lent.session) as session,
@@ -96,13 +97,17 @@ async def work(
                 await _unless_start_fails(loop.run(), session.ready)
                 if session.wind_down is not None and lent.session is None:
                     await session.wind_down()  # servers stop while the outputs are written
+                if lent.pool is None:  # every page is rendered: the workers leave meanwhile too
+                    pool_closing = asyncio.create_task(asyncio.to_thread(pool.close))
                 await pipeline.close_outputs()
                 if "parquet" in config.out.formats:
                     await store_call(_finalize_shards, workspace)
             finally:
                 await reader.aclose()
     finally:
-        if lent.pool is None:
+        if pool_closing is not None:
+            await pool_closing
+        elif lent.pool is None:
             pool.close()
     return stats
 

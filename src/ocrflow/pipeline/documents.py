@@ -25,7 +25,7 @@ from ocrflow.document.running_heads import label_running_heads
 from ocrflow.inputs.expand import refusal
 from ocrflow.inputs.source import Source
 from ocrflow.pipeline.route import route_page, settled_page
-from ocrflow.readers.markdown_clean import clean_page, recipe_prompts
+from ocrflow.readers.markdown_clean import clean_page
 from ocrflow.readers.plain import PageReader
 from ocrflow.render.jobs import PageJob, ProbeJob, RenderedPage, RenderSpec
 from ocrflow.render.pool import RenderPool
@@ -166,6 +166,7 @@ class DocumentPipeline:
         fingerprint: str,
         engine_name: str,
         target_dim: int,
+        prompts: tuple[str, ...] = (),
     ) -> None:
         self.pages = pages
         self.passes = passes
@@ -182,7 +183,7 @@ class DocumentPipeline:
         self.engine_name = engine_name
         self.passwords = tuple(p.get_secret_value() for p in passwords)
         #: What the recipe asks, so the clean pass can strip a reply that repeats it.
-        self.prompts = recipe_prompts(getattr(reader, "recipe", None))
+        self.prompts = prompts
         self.spec = RenderSpec(
             target_dim=target_dim,
             max_pixels=render.max_pixels,

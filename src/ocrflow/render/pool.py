@@ -8,6 +8,7 @@ its job are rendered again one by one so the culprit is named precisely.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import resource
@@ -103,6 +104,16 @@ class RenderPool:
 
     def close(self) -> None:
         """Stop the workers; pending jobs are dropped (the workspace makes them resumable)."""
+        # pebble stops its workers one by one, each SIGTERM waiting for its exit: signal
+        # them all first, so that 16 workers leave in the time of one.
+        # (pebble's own bookkeeping, read defensively: without it, the sequential stop.)
+        try:
+            processes = list(self._pool._pool_manager.worker_manager.workers.values())
+        except (AttributeError, RuntimeError):  # another version, or a worker being replaced
+            processes = []
+        for process in processes:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                process.terminate()
         self._pool.stop()
         self._pool.join(timeout=10)
 
