@@ -9,14 +9,14 @@ set -uo pipefail
 PDFS=(/tmp/pdfs/*.pdf)
 [ -e "${PDFS[0]}" ] || PDFS=(../shared/corpus/pdfs/unstructured__DA-619p.pdf)
 SRC=${OCRFLOW_SRC:-$PWD/src}
-PYTHONPATH=$SRC python3 -m tests.fakevllm.server --port 8123 --model olmocr \
+PYTHONPATH=/tmp/extra:$SRC python3 -m tests.fakevllm.server --port 8123 --model olmocr \
   --max-num-seqs 256 --pages-per-s 200 --tokens-per-page 20 > /tmp/fake.log 2>&1 &
 FAKE=$!
 trap 'kill $FAKE 2>/dev/null' EXIT
 sleep 3
 for envname in "${@:-bare}"; do
   case $envname in
-    bare) export PYTHONPATH=$SRC ;;
+    bare) export PYTHONPATH=/tmp/extra:$SRC ;;
     vllm) source bench/gpu/device.sh env ;;
   esac
   echo "== $envname: python3 -X importtime -c 'import ocrflow.cli' (slowest, cumulative us)"
