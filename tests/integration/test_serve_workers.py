@@ -7,14 +7,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.fakevllm.process import ServerHandle
+from tests.fakevllm.process import ServerHandle, running_server
 
-from .serve_engine import engine_args, long_pdf
+from .serve_engine import MODEL, engine_args, long_pdf
 from .serve_helpers import (
     EXAMPLES,
     TOKEN_A,
@@ -36,9 +37,19 @@ def _every_page_once(out: Path) -> dict[str, list[int]]:
     return pages
 
 
-def test_sigkill_mid_job_then_restart(slow_engine: ServerHandle, tmp_path: Path) -> None:
+@pytest.fixture()
+def slower_engine() -> Iterator[ServerHandle]:
+    """2 pages a second, two at once: the 7 sample pages take seconds, so the job is seen
+    running with some pages done even when a loaded machine answers the polls late."""
+    flags = ("--reply-format", "olmocr", "--model", MODEL, "--pages-per-s", "2",
+             "--max-num-seqs", "2")  # fmt: skip
+    with running_server(*flags) as server:
+        yield server
+
+
+def test_sigkill_mid_job_then_restart(slower_engine: ServerHandle, tmp_path: Path) -> None:
     root = tmp_path / "root"
-    args = engine_args(slow_engine, "--workers", "1")
+    args = engine_args(slower_engine, "--workers", "1")
     served = start_serve(root, *args)
     try:
         with httpx.Client(base_url=served.url, timeout=30) as client:

@@ -126,9 +126,10 @@ async def _wind_down(engine: OpenAIEngine, managed: ManagedServers) -> None:
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel a start nobody waits for any more (its error, if any, was raised already);
+    a cancellation of the caller itself still goes through."""
     task.cancel()
-    with contextlib.suppress(BaseException):
-        await task
+    await asyncio.gather(task, return_exceptions=True)
 
 
 def _default_dim(engine: Engine) -> int:
