@@ -104,7 +104,7 @@ def test_run_with_managed_vllm_survives_a_crash(corpus: Path, tmp_path: Path) ->
         "--recipe",
         "markdown",
         "--recipe-option",
-        "max_tokens=48",
+        "max_tokens=256",  # each request decodes for seconds: the kill lands mid-batch
         "--recipe-option",
         "temperatures=[0.0,0.5]",
         "--page-deadline",
