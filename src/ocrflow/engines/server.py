@@ -273,11 +273,12 @@ class ManagedServers:
             self._stopping = asyncio.get_running_loop().create_task(self.stop())
 
     async def stop_or_kill(self) -> None:
-        """Stop after a failed or cancelled start; SIGKILL if this await is cancelled too."""
+        """Stop (once: a ``begin_stop`` already running is waited for); SIGKILL if this
+        await is cancelled."""
+        self.begin_stop()
+        assert self._stopping is not None
         try:
-            if self._stopping is not None:
-                await asyncio.shield(self._stopping)
-            await asyncio.shield(self.stop())
+            await asyncio.shield(self._stopping)
         except BaseException:
             self.kill()
             raise
