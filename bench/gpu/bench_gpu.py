@@ -31,30 +31,19 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
 import psutil
-from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from client_cpu import TreeCpu
+from sampler import Sampler, metrics_url
 
 HERE = Path(__file__).resolve().parent
 MODEL = "olmocr"
-GAUGES = {
-    "vllm:num_requests_running": "running",
-    "vllm:num_requests_waiting": "waiting",
-    "vllm:kv_cache_usage_perc": "kv",
-}
-COUNTERS = {
-    "vllm:prompt_tokens_total": "prompt_tokens",
-    "vllm:generation_tokens_total": "generation_tokens",
-    "vllm:request_success_total": "requests",
-}
 
 
 # -- pages ---------------------------------------------------------------------------------
@@ -105,118 +94,7 @@ def request_bodies(images: list[Any], max_tokens: int) -> list[bytes]:
     ]
 
 
-# -- sampling the server and the GPU -------------------------------------------------------
-def read_metrics(text: str) -> dict[str, float]:
-    """The gauges and counters we print, summed over label sets."""
-    found: dict[str, float] = {}
-    wanted = {**GAUGES, **COUNTERS}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            key = wanted.get(sample.name)
-            if key is not None:
-                found[key] = found.get(key, 0.0) + float(sample.value)
-    return found
-
-
-@dataclass
-class Sampler:
-    """Polls ``/metrics`` and ``nvidia-smi`` in the background of a run."""
-
-    metrics_url: str | None
-    interval_s: float = 0.25
-    samples: list[dict[str, float]] = field(default_factory=list)
-    gpu: list[tuple[float, float, float, float]] = field(default_factory=list)
-    first: dict[str, float] = field(default_factory=dict)
-    last: dict[str, float] = field(default_factory=dict)
-    started: float = 0.0
-    stopped: float = 0.0
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    _smi: asyncio.subprocess.Process | None = None
-
-    async def start(self, session: aiohttp.ClientSession) -> None:
-        """Begin sampling; the counters' values now are the baseline."""
-        self.started = time.time()
-        if self.metrics_url:
-            self.first = await self._fetch(session) or {}
-            self._tasks.append(asyncio.create_task(self._poll(session)))
-        with contextlib.suppress(OSError):
-            self._smi = await asyncio.create_subprocess_exec(
-                "nvidia-smi",
-                "--query-gpu=utilization.gpu,memory.used,power.draw",
-                "--format=csv,noheader,nounits",
-                f"-lms={int(self.interval_s * 1000)}",
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL,
-            )
-            self._tasks.append(asyncio.create_task(self._read_smi()))
-
-    async def stop(self, session: aiohttp.ClientSession) -> None:
-        """End sampling; the counters' values now close the run."""
-        self.stopped = time.time()
-        if self._smi is not None:
-            with contextlib.suppress(ProcessLookupError):
-                self._smi.terminate()
-            await self._smi.wait()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.metrics_url:
-            # A managed server is gone by now: its last sample closes the run instead.
-            self.last = await self._fetch(session) or (self.samples[-1] if self.samples else {})
-
-    async def _fetch(self, session: aiohttp.ClientSession) -> dict[str, float] | None:
-        assert self.metrics_url
-        try:
-            async with session.get(self.metrics_url) as answer:
-                return read_metrics(await answer.text())
-        except (aiohttp.ClientError, ValueError):
-            return None
-
-    async def _poll(self, session: aiohttp.ClientSession) -> None:
-        while True:
-            values = await self._fetch(session)
-            if values is not None:
-                self.samples.append({"t": time.time(), **values})
-            await asyncio.sleep(self.interval_s)
-
-    async def _read_smi(self) -> None:
-        assert self._smi and self._smi.stdout
-        async for line in self._smi.stdout:
-            with contextlib.suppress(ValueError):
-                util, mem, power = (float(x) for x in line.decode().split(","))
-                self.gpu.append((time.time(), util, mem, power))
-
-    def summary(self) -> dict[str, Any]:
-        """Means over the busy window, and the counters' increase over the run."""
-        busy = [s for s in self.samples if s.get("running", 0) + s.get("waiting", 0) > 0]
-        out: dict[str, Any] = {}
-        if busy:
-            t0, t1 = busy[0]["t"], busy[-1]["t"]
-            out["busy_s"] = round(t1 - t0, 2)
-            out["busy_t0"], out["busy_t1"] = round(t0, 2), round(t1, 2)
-            # Idle server time before the first request and after the last answer.
-            out["lead_s"] = round(t0 - self.started, 2)
-            out["tail_s"] = round(self.stopped - t1, 2)
-            for key in ("running", "waiting", "kv"):
-                values = [s.get(key, 0.0) for s in busy]
-                out[f"{key}_mean"] = round(statistics.fmean(values), 3)
-                out[f"{key}_max"] = round(max(values), 3)
-            gpu = [g for g in self.gpu if t0 <= g[0] <= t1]
-            if gpu:
-                out["gpu_util_mean"] = round(statistics.fmean(g[1] for g in gpu), 1)
-                out["gpu_mem_mib_max"] = max(g[2] for g in gpu)
-                out["gpu_power_w_mean"] = round(statistics.fmean(g[3] for g in gpu), 1)
-        for key in COUNTERS.values():
-            if key in self.last and key in self.first:
-                out[key] = self.last[key] - self.first[key]
-        return out
-
-
-def metrics_url(server: str) -> str:
-    """``http://host:port/metrics`` of an OpenAI base URL."""
-    return server.rstrip("/").removesuffix("/v1") + "/metrics"
-
-
+# -- CPU of the client ----------------------------------------------------------------------
 def tree_cpu_s(proc: psutil.Process) -> float:
     """User+system CPU seconds of a process and its living children."""
     total = 0.0
@@ -229,20 +107,22 @@ def tree_cpu_s(proc: psutil.Process) -> float:
 
 # -- the clients -----------------------------------------------------------------------------
 async def _post_all(
-    session: aiohttp.ClientSession, url: str, bodies: list[bytes], concurrency: int
+    session: aiohttp.ClientSession, urls: list[str], bodies: list[bytes], concurrency: int
 ) -> tuple[int, int]:
-    """Send every body with at most ``concurrency`` in flight; (answers ok, tokens out)."""
+    """Send every body with at most ``concurrency`` in flight, body i to ``urls[i % n]``
+    (servers alike get equal shares: the ideal split); (answers ok, tokens out)."""
     gate = asyncio.Semaphore(concurrency)
     headers = {"Content-Type": "application/json"}
 
-    async def one(body: bytes) -> int:
+    async def one(i: int, body: bytes) -> int:
+        url = urls[i % len(urls)]
         async with gate, session.post(url, data=body, headers=headers) as answer:
             payload = await answer.json(content_type=None)
             if answer.status != 200:
                 raise RuntimeError(f"{answer.status}: {str(payload)[:300]}")
             return int(payload.get("usage", {}).get("completion_tokens", 0))
 
-    tokens = await asyncio.gather(*(one(b) for b in bodies))
+    tokens = await asyncio.gather(*(one(i, b) for i, b in enumerate(bodies)))
     return len(tokens), sum(tokens)
 
 
@@ -253,22 +133,23 @@ async def run_bare(args: argparse.Namespace) -> dict[str, Any]:
     bodies = request_bodies(images, args.max_tokens)
     warm = request_bodies(images[: args.warmup], 8) if args.warmup else []
     prepared_s = time.time() - started
-    url = args.server.rstrip("/") + "/chat/completions"
+    urls = [server.rstrip("/") + "/chat/completions" for server in args.server]
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=3600)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         if warm:
-            await _post_all(session, url, warm, len(warm))
-        sampler = Sampler(metrics_url(args.server))
+            await _post_all(session, urls, warm, len(warm))
+        sampler = Sampler([metrics_url(server) for server in args.server])
         await sampler.start(session)
         cpu0, t0 = tree_cpu_s(psutil.Process()), time.perf_counter()
-        pages, tokens = await _post_all(session, url, bodies, args.concurrency or len(bodies))
+        pages, tokens = await _post_all(session, urls, bodies, args.concurrency or len(bodies))
         wall = time.perf_counter() - t0
         cpu = tree_cpu_s(psutil.Process()) - cpu0
         await sampler.stop(session)
     mean_kib = statistics.fmean(len(b) for b in bodies) / 1024
     return {
         "client": "bare",
+        "servers": len(args.server),
         "concurrency": args.concurrency or len(bodies),
         "prepare_s": round(prepared_s, 1),
         "body_kib_mean": round(mean_kib, 1),
@@ -303,7 +184,9 @@ def ocrflow_command(args: argparse.Namespace, output: str) -> list[str]:
     if args.pages != "all":
         command += ["--pages", args.pages]
     if args.engine == "openai":
-        command += ["--server", args.server, "--model", MODEL]
+        for server in args.server:
+            command += ["--server", server]
+        command += ["--model", MODEL]
     else:
         command += ["--model", args.model_path, "--served-model-name", MODEL]
         command += ["--vllm-command", args.vllm_command, "--vllm-arg", args.vllm_args]
@@ -317,8 +200,8 @@ async def run_ocrflow(args: argparse.Namespace) -> dict[str, Any]:
     env = {**os.environ, "OCRFLOW_BENCH_READY": str(ready_file)}
     command = ocrflow_command(args, output)
     async with aiohttp.ClientSession() as session:
-        url = metrics_url(args.server) if args.engine == "openai" else None
-        sampler = Sampler(url)
+        managed = args.engine != "openai"
+        sampler = Sampler([] if managed else [metrics_url(server) for server in args.server])
         await sampler.start(session)
         t0 = time.perf_counter()
         started = time.time()
@@ -326,7 +209,7 @@ async def run_ocrflow(args: argparse.Namespace) -> dict[str, Any]:
             *command, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
         )
         cpu = 0.0
-        if sampler.metrics_url is None:
+        if managed:
             await _follow_managed(sampler, session, ready_file, proc)
         ps = psutil.Process(proc.pid)
         tree = TreeCpu(proc.pid)
@@ -357,7 +240,10 @@ async def run_ocrflow(args: argparse.Namespace) -> dict[str, Any]:
     }
     out["client_cpu"] = tree.summary(out.get("busy_t0"), out.get("busy_t1"))
     if ready_file.exists():
-        ready = json.loads(ready_file.read_text().splitlines()[0])["ready"]
+        # ocrflow's engine serves once every replica answers: the last one's moment.
+        replicas = [json.loads(line) for line in ready_file.read_text().splitlines()]
+        ready = max(r["ready"] for r in replicas)
+        out["replicas"] = len(replicas)
         out["server_start_s"] = round(ready - started, 1)
         out["after_ready_s"] = round(started + wall - ready, 2)
         out["after_ready_pages_per_s"] = round(pages / (started + wall - ready), 3)
@@ -386,16 +272,15 @@ async def _follow_managed(
     ready_file: Path,
     proc: asyncio.subprocess.Process,
 ) -> None:
-    """Start sampling the managed replica once ocrflow says it answers (in the background)."""
+    """Sample each managed replica once ocrflow says it answers (in the background)."""
 
     async def follow() -> None:
-        while not ready_file.exists() and proc.returncode is None:
-            await asyncio.sleep(0.5)
-        if ready_file.exists():
-            replica = json.loads(ready_file.read_text().splitlines()[0])
-            sampler.metrics_url = metrics_url(replica["url"])
-            sampler.first = await sampler._fetch(session) or {}
-            await sampler._poll(session)
+        while proc.returncode is None:
+            if ready_file.exists():
+                for line in ready_file.read_text().splitlines():
+                    url = metrics_url(json.loads(line)["url"])
+                    await sampler.add(session, url, fresh=True)
+            await asyncio.sleep(0.25)
 
     sampler._tasks.append(asyncio.create_task(follow()))
 
@@ -454,7 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--label", required=True, help="the server flags' name, for the table")
         s.add_argument("--ideal", default=None, help="bare label to compare with (default: label)")
         s.add_argument("--results", type=Path, required=True)
-        s.add_argument("--server", default="http://127.0.0.1:8000/v1")
+        s.add_argument(
+            "--server", action="append", help="an OpenAI base URL; repeat for several servers"
+        )
         s.add_argument("--pages", default="all", help="all, or A-B in every PDF")
         s.add_argument("--max-tokens", type=int, default=1000)
         s.add_argument("--target-dim", type=int, default=1288)
@@ -478,6 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main() -> None:
     """Run one client and append its figures to ``--results``."""
     args = build_parser().parse_args()
+    if args.command != "table" and not args.server:
+        args.server = ["http://127.0.0.1:8000/v1"]
     if args.command == "table":
         print_table(args.results)
         return

@@ -4,7 +4,8 @@
 #   calls.sh bare LABEL PAGES TOKENS [N]     bare client against the server on :8000
 #   calls.sh flow LABEL PAGES TOKENS [ARGS]  ocrflow --engine openai against it (ARGS: more
 #                                            bench_gpu.py ocrflow options, e.g. --pyspy FILE)
-#   calls.sh managed LABEL PAGES TOKENS ARGS ocrflow --engine vllm (stops :8000 first)
+#   calls.sh managed LABEL PAGES TOKENS ARGS ocrflow --engine vllm (stops every server first;
+#                                            GPUS=0,1: one replica per GPU, `--gpus 0,1`)
 #   calls.sh point LABEL PAGES TOKENS ARGS   restart :8000 with ARGS, then bare
 #   calls.sh table                           the results so far as a Markdown table
 # MODEL_DIR picks the model of a managed run (default /tmp/m); LOGS names the vLLM logs
@@ -14,6 +15,8 @@ source bench/gpu/device.sh env
 PDFS=(/tmp/pdfs/*.pdf)
 R=/tmp/results.jsonl
 B=(python3 bench/gpu/bench_gpu.py)
+SRV=()
+for port in ${SERVERS:-8000}; do SRV+=(--server "http://127.0.0.1:$port/v1"); done
 
 save() {
   [ -n "${OUT:-}" ] || return 0
@@ -28,12 +31,13 @@ step() {
   local what=$1 label=$2 pages=$3 tokens=$4; shift 4
   case $what in
     bare) "${B[@]}" bare "${PDFS[@]}" --label "$label" --pages "$pages" --max-tokens "$tokens" \
-            --results $R ${1:+--concurrency "$1"} ;;
+            --results $R "${SRV[@]}" ${1:+--concurrency "$1"} ;;
     flow) "${B[@]}" ocrflow "${PDFS[@]}" --label "$label" --pages "$pages" --max-tokens "$tokens" \
-            --results $R --engine openai "$@" ;;
+            --results $R --engine openai "${SRV[@]}" "$@" ;;
     managed) bash bench/gpu/device.sh stop
       "${B[@]}" ocrflow "${PDFS[@]}" --label "$label" --pages "$pages" \
         --max-tokens "$tokens" --results $R --engine vllm --model-path "${MODEL_DIR:-/tmp/m}" \
+        ${GPUS:+--ocrflow-arg=--gpus "--ocrflow-arg=$GPUS"} \
         --vllm-args "--load-format dummy --no-enable-prefix-caching --mm-processor-cache-gb 0 \
 --attention-backend FLASH_ATTN --limit-mm-per-prompt '{\"image\":1,\"video\":0}' $*" ;;
     point) bash bench/gpu/device.sh stop

@@ -4,13 +4,16 @@
 #                     blob (cpu.blob.*) once all its parts are there
 #   setup             assemble and unpack vLLM 0.24.0 and the dummy models; install wheels
 #   bgsetup LABEL ARGS  setup, then start vLLM, all in its own session: returns at once
-#   serve LABEL ARGS  start vLLM in its own session on :8000 with the common flags + ARGS
+#   bgsetup2 LABEL ARGS setup, then one vLLM per GPU: LABEL-g0 on GPU 0 :8000, LABEL-g1 on
+#                     GPU 1 :8001 (two GPUs, issue 22)
+#   serve LABEL ARGS  start vLLM in its own session on :$PORT with the common flags + ARGS
 #   bgserve LABEL ARGS  start it and return at once (`wait LABEL` blocks until it answers)
 #   wait LABEL        block until the server answers (or died); print its start figures
 #   cpuwheels         install the CPU-engine and Ray wheels of the blob into /tmp/cpusite
-#   stop              stop it and wait until the GPU memory is free again
+#   stop              stop every server started here; wait until the GPU memory is free
 # MODEL_DIR (default /tmp/m, olmOCR-2's shape; /tmp/m3 is the Qwen2.5-VL-3B shape) picks the
-# model. `source bench/gpu/device.sh env` sets PYTHONPATH and the environment vLLM needs.
+# model; PORT (default 8000) the port; GPUS (e.g. 1, or 0,1 for --data-parallel-size 2) sets
+# CUDA_VISIBLE_DEVICES. `source bench/gpu/device.sh env` sets PYTHONPATH and the environment vLLM needs.
 set -uo pipefail
 export HF_HUB_OFFLINE=1 VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 VLLM_NO_USAGE_STATS=1
 # ocrflow from the frozen copy of HEAD that .vpkg3 carried (else from the working tree).
@@ -20,7 +23,9 @@ MODEL_DIR=${MODEL_DIR:-/tmp/m}
 # The olmOCR recipe's own flags, then what every run here needs: random weights of the real
 # shapes, one image a prompt, no cache shared between pages, FlashAttention 3 (flashinfer is
 # not carried).
-COMMON=("$MODEL_DIR" --served-model-name olmocr --host 127.0.0.1 --port 8000
+PORT=${PORT:-8000}
+PIDS=/tmp/vllm-pids
+COMMON=("$MODEL_DIR" --served-model-name olmocr --host 127.0.0.1 --port "$PORT"
   --max-model-len 16384 --limit-mm-per-prompt '{"image": 1, "video": 0}'
   --load-format dummy --no-enable-prefix-caching --mm-processor-cache-gb 0
   --attention-backend FLASH_ATTN)
@@ -78,21 +83,28 @@ bgserve() {
   local label=$1; shift
   [ -e /tmp/use_shadow ] && export PYTHONPATH=/tmp/extra:/tmp/shadow:/tmp/site:${OCRFLOW_SRC:-$PWD/src}
   date +%s > "/tmp/vllm-$label.t0"
-  setsid nohup python3 -m vllm.entrypoints.cli.main serve "${COMMON[@]}" "$@" >"/tmp/vllm-$label.log" 2>&1 < /dev/null &
-  echo $! > /tmp/vllm.pid
+  echo "$PORT" > "/tmp/vllm-$label.port"
+  mkdir -p $PIDS
+  # Servers started side by side compile into caches of their own (no race on one folder).
+  ( [ -n "${GPUS:-}" ] && export CUDA_VISIBLE_DEVICES=$GPUS
+    [ "$PORT" != 8000 ] && export VLLM_CACHE_ROOT=/tmp/vllm-cache-$PORT
+    setsid nohup python3 -m vllm.entrypoints.cli.main serve "${COMMON[@]}" "$@" \
+      >"/tmp/vllm-$label.log" 2>&1 < /dev/null &
+    echo $! > "$PIDS/$label.pid" )
 }
 
 wait_ready() {
-  local label=$1 log=/tmp/vllm-$1.log t0
+  local label=$1 log=/tmp/vllm-$1.log pidf=$PIDS/$1.pid t0 port
   # A background setup (bgsetup) writes the pid file only once vLLM is unpacked and started.
   for _ in $(seq 300); do
-    [ -e /tmp/vllm.pid ] && break
+    [ -e "$pidf" ] && break
     grep -qE 'failed|FAILED|rror' /tmp/bgsetup.log 2>/dev/null && { cat /tmp/bgsetup.log; return 1; }
     sleep 1
   done
   t0=$(cat "/tmp/vllm-$label.t0" 2>/dev/null || date +%s)
-  until python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:8000/v1/models", timeout=2)' 2>/dev/null; do
-    if [ ! -e /tmp/vllm.pid ] || ! kill -0 "$(cat /tmp/vllm.pid)" 2>/dev/null || (( $(date +%s) - t0 > ${READY_S:-480} )); then
+  port=$(cat "/tmp/vllm-$label.port" 2>/dev/null || echo 8000)
+  until python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/v1/models', timeout=2)" 2>/dev/null; do
+    if [ ! -e "$pidf" ] || ! kill -0 "$(cat "$pidf")" 2>/dev/null || (( $(date +%s) - t0 > ${READY_S:-480} )); then
       echo "vLLM $label did not start:"; grep -E 'Error|error|Traceback' "$log" | tail -15; tail -20 "$log"
       return 1
     fi
@@ -100,14 +112,20 @@ wait_ready() {
   done
   echo "vLLM $label ready $(( $(date +%s) - t0 )) s after its start"
   grep -E 'KV cache|Maximum concurrency|Graph capturing finished|torch.compile takes|Model loading took' "$log" | sed 's/^.*\] //' | head -8
+  return 0
 }
 
 stop() {
-  [ -e /tmp/vllm.pid ] || return 0
-  local pid; pid=$(cat /tmp/vllm.pid); rm -f /tmp/vllm.pid
-  kill -TERM -- "-$pid" 2>/dev/null
-  for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- "-$pid" 2>/dev/null
+  local f pid pids=()
+  for f in "$PIDS"/*.pid; do
+    [ -e "$f" ] || continue
+    pid=$(cat "$f"); rm -f "$f"; pids+=("$pid")
+    kill -TERM -- "-$pid" 2>/dev/null
+  done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -KILL -- "-$pid" 2>/dev/null
+  done
   for _ in $(seq 30); do
     [ "$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)" = 0 ] && break; sleep 1
   done
@@ -120,7 +138,11 @@ case "${1:-}" in
   bgsetup) shift
     setsid nohup bash "$0" _setup_serve "$@" > /tmp/bgsetup.log 2>&1 < /dev/null & ;;
   _setup_serve) shift; setup && bgserve "$@" ;;
+  bgsetup2) shift
+    setsid nohup bash "$0" _setup_serve2 "$@" > /tmp/bgsetup.log 2>&1 < /dev/null & ;;
+  _setup_serve2) shift; label=$1; shift
+    setup && GPUS=0 PORT=8000 bgserve "$label-g0" "$@" && GPUS=1 PORT=8001 bgserve "$label-g1" "$@" ;;
   wait) wait_ready "$2" ;;
   env) ;;
-  *) echo "usage: device.sh stage|probe|setup|bgsetup|serve|bgserve|wait|cpuwheels|stop|env" >&2 ;;
+  *) echo "usage: device.sh stage|probe|setup|bgsetup|bgsetup2|serve|bgserve|wait|cpuwheels|stop|env" >&2 ;;
 esac
