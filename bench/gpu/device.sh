@@ -25,7 +25,7 @@ MODEL_DIR=${MODEL_DIR:-/tmp/m}
 # not carried).
 PORT=${PORT:-8000}
 PIDS=/tmp/vllm-pids
-COMMON=("$MODEL_DIR" --served-model-name olmocr --host 127.0.0.1 --port "$PORT"
+COMMON=("$MODEL_DIR" --served-model-name olmocr --host 127.0.0.1
   --max-model-len 16384 --limit-mm-per-prompt '{"image": 1, "video": 0}'
   --load-format dummy --no-enable-prefix-caching --mm-processor-cache-gb 0
   --attention-backend FLASH_ATTN)
@@ -85,10 +85,11 @@ bgserve() {
   date +%s > "/tmp/vllm-$label.t0"
   echo "$PORT" > "/tmp/vllm-$label.port"
   mkdir -p $PIDS
-  # Servers started side by side compile into caches of their own (no race on one folder).
+  # Servers started side by side (OWN_CACHE) compile into caches of their own: no race on
+  # one folder.
   ( [ -n "${GPUS:-}" ] && export CUDA_VISIBLE_DEVICES=$GPUS
-    [ "$PORT" != 8000 ] && export VLLM_CACHE_ROOT=/tmp/vllm-cache-$PORT
-    setsid nohup python3 -m vllm.entrypoints.cli.main serve "${COMMON[@]}" "$@" \
+    [ -n "${OWN_CACHE:-}" ] && export VLLM_CACHE_ROOT=/tmp/vllm-cache-$PORT
+    setsid nohup python3 -m vllm.entrypoints.cli.main serve "${COMMON[@]}" --port "$PORT" "$@" \
       >"/tmp/vllm-$label.log" 2>&1 < /dev/null &
     echo $! > "$PIDS/$label.pid" )
 }
@@ -141,6 +142,7 @@ case "${1:-}" in
   bgsetup2) shift
     setsid nohup bash "$0" _setup_serve2 "$@" > /tmp/bgsetup.log 2>&1 < /dev/null & ;;
   _setup_serve2) shift; label=$1; shift
+    export OWN_CACHE=1
     setup && GPUS=0 PORT=8000 bgserve "$label-g0" "$@" && GPUS=1 PORT=8001 bgserve "$label-g1" "$@" ;;
   wait) wait_ready "$2" ;;
   env) ;;

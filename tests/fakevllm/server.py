@@ -197,6 +197,9 @@ class ServerConfig:
     dead_after: int | None = None
     warmup_s: float = 0.0
     ready_file: str | None = None
+    #: Share the port with other servers (SO_REUSEPORT, as vLLM binds): the kernel spreads
+    #: connections over them, like a load balancer in front of several replicas.
+    reuse_port: bool = False
     #: "clamp" (vLLM 0.32) or "strict" (older servers); see the module docstring.
     context_check: str = "clamp"
     api_key: str | None = None
@@ -966,7 +969,9 @@ async def serve(config: ServerConfig, faults: Faults) -> None:
         make_app(config, faults), handler_cancellation=True, access_log=None, shutdown_timeout=1.0
     )
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, backlog=1024)
+    site = web.TCPSite(
+        runner, config.host, config.port, backlog=1024, reuse_port=config.reuse_port or None
+    )
     await site.start()
     host, port = runner.addresses[0][:2]
     url = f"http://{host}:{port}"
@@ -991,6 +996,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    p.add_argument("--reuse-port", action="store_true", help="share the port with other servers")
     p.add_argument("--model", default="test-model", help="served model name")
     p.add_argument("--max-num-seqs", type=int, default=128)
     p.add_argument("--tokens-per-page", type=int, default=100)
@@ -1059,6 +1065,7 @@ def config_from_args(argv: list[str] | None = None) -> tuple[ServerConfig, Fault
         dead_after=args.dead_after,
         warmup_s=args.warmup_s,
         ready_file=args.ready_file,
+        reuse_port=args.reuse_port,
         context_check=args.context_check,
         api_key=args.api_key,
         figures_per_page=args.figures_per_page,
