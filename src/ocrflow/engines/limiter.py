@@ -3,6 +3,7 @@ metrics, by how often the server refuses work. ``OpenAIEngine`` owns one per rep
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 
@@ -38,21 +39,39 @@ class ReplicaLimiter:
     #: A batch this much bigger than when the queue was seen shows that queue was a slow
     #: step (a server's first requests, a burst of prefill), not a full batch.
     regrow_factor: float = 1.25
+    #: A server that shows less than ``partial_view`` of our requests (running + waiting)
+    #: at every poll for ``partial_window_s`` is one of several behind one address (a load
+    #: balancer, servers sharing a port): its figures are then scaled up to stand for all
+    #: we sent. Shorter gaps are requests on the wire or in the server's pre-processing.
+    partial_view: float = 0.75
+    partial_window_s: float = 5.0
+    _partial_since: float | None = None
     _last_waiting: float = 0.0
     _queue_running: float = 0.0
     _overloaded: float = 0.0
     _last_cut: float = -1e9
 
-    def on_metrics(self, running: float, waiting: float, in_flight: int, saturated: bool) -> None:
+    def on_metrics(
+        self,
+        running: float,
+        waiting: float,
+        in_flight: int,
+        saturated: bool,
+        now: float | None = None,
+    ) -> None:
         """Steer by the server's queue.
 
         ``saturated``: pages are waiting on our side (the limit, not the supply of pages,
         holds us back); only then is growing worth anything. Corrections are scaled by our
         share of the server's requests, so that several clients of one server together
-        correct its queue once, not once each.
+        correct its queue once, not once each. ``now``: ``time.monotonic()`` by default.
         """
         if not self.adaptive:
             return
+        scale = self._view_scale(
+            running + waiting, in_flight, time.monotonic() if now is None else now
+        )
+        running, waiting = running * scale, waiting * scale
         at_server = running + waiting
         share = min(1.0, in_flight / at_server) if at_server > 0 else 1.0
         target = max(float(self.target_waiting), self.waiting_share * running)
@@ -84,6 +103,23 @@ class ReplicaLimiter:
         # Otherwise a wave of answers just left the batch and their successors are on the
         # wire: the snapshot says nothing about room, so leave the limit be.
         self._clamp()
+
+    def _view_scale(self, at_server: float, in_flight: int, now: float) -> float:
+        """1, or ``in_flight / at_server`` once the server has shown only part of our
+        requests for ``partial_window_s`` (one of several servers behind one address).
+
+        Without it the limit never grew there: its rule is "nearly all we sent is running",
+        and one of two servers shows half (two H100s behind one port: 6.6 pages/s against
+        the bare client's 15.6).
+        """
+        if in_flight < self.target_waiting or at_server >= self.partial_view * in_flight:
+            self._partial_since = None
+            return 1.0
+        if self._partial_since is None:
+            self._partial_since = now
+        if at_server <= 0 or now - self._partial_since < self.partial_window_s:
+            return 1.0
+        return in_flight / at_server
 
     def on_answer(self, overloaded: bool, now: float) -> None:
         """Count one answer; cut the limit when refusals are frequent, at most once a second.

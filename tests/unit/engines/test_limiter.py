@@ -48,3 +48,31 @@ def test_a_big_batch_keeps_a_queue_in_proportion() -> None:
     small.on_metrics(20, 20, 40, True)
     small.on_metrics(20, 20, 40, True)
     assert small.limit == 40 - (20 - 8)
+
+
+def test_one_of_two_servers_behind_one_address_is_scaled_up_to_all_we_sent() -> None:
+    # Two H100s behind one port: /metrics showed one server, half of our requests, and the
+    # limit never grew ("nearly all we sent is running" never held): 6.6 pages/s of 15.6.
+    limiter = ReplicaLimiter(64)
+    for second in range(5):  # shorter than the window: requests on the wire, maybe
+        limiter.on_metrics(32, 0, 64, True, now=float(second))
+    assert limiter.limit == 64
+    limiter.on_metrics(32, 0, 64, True, now=5.0)  # five seconds of half: one of two
+    assert limiter.limit == 96
+    limiter.on_metrics(48, 0, 96, True, now=5.25)
+    assert limiter.limit == 144
+    # Its queue counts double too: 2 x 12 waiting, 2 x 12 over the target of 8 each poll.
+    limiter.on_metrics(60, 12, 144, True, now=5.5)
+    limiter.on_metrics(60, 12, 144, True, now=5.75)
+    assert limiter.limit == 144 - (24 - 8)
+
+
+def test_a_short_gap_between_sent_and_seen_is_not_a_balancer() -> None:
+    limiter = ReplicaLimiter(64)
+    for tenth in range(40):  # 4 s of a server still taking in a burst
+        limiter.on_metrics(20, 0, 64, True, now=tenth / 10)
+    limiter.on_metrics(64, 0, 64, True, now=4.1)  # it caught up: the streak ends
+    assert limiter.limit == 96
+    for tenth in range(45):
+        limiter.on_metrics(30, 0, 96, True, now=4.2 + tenth / 10)
+    assert limiter.limit == 96  # a new streak, 4.4 s long: still too short
