@@ -200,6 +200,9 @@ class ServerConfig:
     #: Share the port with other servers (SO_REUSEPORT, as vLLM binds): the kernel spreads
     #: connections over them, like a load balancer in front of several replicas.
     reuse_port: bool = False
+    #: Print ``STATS {json}`` (the ``/stats`` counters) on stdout when stopped: a server
+    #: that ocrflow starts and stops itself leaves its counters in its log.
+    stats_on_exit: bool = False
     #: "clamp" (vLLM 0.32) or "strict" (older servers); see the module docstring.
     context_check: str = "clamp"
     api_key: str | None = None
@@ -986,6 +989,8 @@ async def serve(config: ServerConfig, faults: Faults) -> None:
     try:
         await stop.wait()
     finally:
+        if config.stats_on_exit:
+            print("STATS " + json.dumps(stats_json(runner.app[STATE])), flush=True)
         await runner.cleanup()
 
 
@@ -997,6 +1002,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port")
     p.add_argument("--reuse-port", action="store_true", help="share the port with other servers")
+    p.add_argument("--stats-on-exit", action="store_true", help="print STATS {json} when stopped")
     p.add_argument("--model", default="test-model", help="served model name")
     p.add_argument("--max-num-seqs", type=int, default=128)
     p.add_argument("--tokens-per-page", type=int, default=100)
@@ -1066,6 +1072,7 @@ def config_from_args(argv: list[str] | None = None) -> tuple[ServerConfig, Fault
         warmup_s=args.warmup_s,
         ready_file=args.ready_file,
         reuse_port=args.reuse_port,
+        stats_on_exit=args.stats_on_exit,
         context_check=args.context_check,
         api_key=args.api_key,
         figures_per_page=args.figures_per_page,
