@@ -117,8 +117,8 @@ def run_command(
     embedded_backend: Annotated[
         str,
         typer.Option(
-            help="Embedded engine runtime: onnxruntime, or openvino (pip install "
-            "'ocrflow[openvino]'; about half the CPU a page)."
+            help="Embedded engine runtime: auto (OpenVINO where installed, else ONNX "
+            "Runtime), openvino or onnxruntime."
         ),
     ] = option_default("embedded_backend"),
     model: Annotated[

@@ -59,9 +59,10 @@ class EngineOptions(_Options):
     parallel: int = Field(default_factory=lambda: min(2, usable_cpus()), ge=1)
     threads: int | None = Field(None, ge=1)
     languages: str = "eng"
-    #: Embedded engine: its inference runtime (``engines/runtime.py``; openvino: the
-    #: ``openvino`` extra, opt-in).
-    backend: Literal["onnxruntime", "openvino", "auto"] = "onnxruntime"
+    #: Embedded engine: its inference runtime (``engines/runtime.py``): ``auto`` is OpenVINO
+    #: where it is installed (the core install on Linux x86_64, macOS arm64, Windows), else
+    #: ONNX Runtime.
+    backend: Literal["onnxruntime", "openvino", "auto"] = "auto"
     #: Share of a document's pages that may fall back before the document is ``partial``.
     max_page_error_rate: float = Field(0.0, ge=0.0, le=1.0)
     #: Everything for one page (attempts, backoff) ends by this deadline.

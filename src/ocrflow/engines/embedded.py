@@ -82,11 +82,9 @@ class EmbeddedOptions:
     #: Lines read with a lower confidence are dropped (rapidocr's default).
     min_score: float = 0.5
     detect_rotation: bool = True
-    #: Inference runtime (``runtime.py``): ONNX Runtime; "openvino" (the ``openvino`` extra)
-    #: takes about half its CPU a page but is opt-in until the S3 two-worker test that once
-    #: hung in it (cause found and removed: docs/embedded-engine.md) passes on it. "auto" is
-    #: OpenVINO when installed.
-    backend: str = "onnxruntime"
+    #: Inference runtime (``runtime.py``): "auto" is OpenVINO when installed (0.33-0.60x ONNX
+    #: Runtime's CPU a page, docs/embedded-engine.md), else ONNX Runtime; or either by name.
+    backend: str = "auto"
 
 
 @dataclass(frozen=True, slots=True)

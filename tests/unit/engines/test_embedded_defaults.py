@@ -29,7 +29,7 @@ PINNED_OPTIONS = {
     "rec_batch": 1,
     "min_score": 0.5,
     "detect_rotation": True,
-    "backend": "onnxruntime",
+    "backend": "auto",
 }
 PINNED_STEPS = ("detect", "classify", "recognize", "layout", "blocks")
 PINNED_MODELS = {
@@ -138,11 +138,11 @@ def test_a_page_goes_through_the_pinned_steps() -> None:
     assert "quick brown dog" in result.text
 
 
-def test_onnxruntime_is_the_default_runtime_and_the_flag_reaches_the_engine() -> None:
+def test_auto_is_the_default_runtime_and_the_flag_reaches_the_engine() -> None:
     from ocrflow.config.builder import build_run_config
     from ocrflow.engines.factory import build_engine
 
-    assert build_run_config(["in"], "out").engine.backend == "onnxruntime"
+    assert build_run_config(["in"], "out").engine.backend == "auto"
     chosen = build_run_config(["in"], "out", embedded_backend="openvino").engine
     engine = build_engine(chosen)
     assert isinstance(engine, EmbeddedEngine) and engine.options.backend == "openvino"
