@@ -1,6 +1,7 @@
 """Output quality of the embedded engine against Tesseract, on every ground-truth scan.
 
-Run: ``.venv/bin/python bench/bench_quality.py [--dim 1288] [--json FILE] [--show NAME]``
+Run: ``.venv/bin/python bench/bench_quality.py [--dim 1288] [--backend auto] [--json FILE]
+[--show NAME]``
 (``make bench-quality``).
 
 Each page is rendered as the product renders it (longest side ``--dim``), then read once by
@@ -299,6 +300,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dim", type=int, default=1288, help="longest side in px")
     parser.add_argument("--threads", type=int, default=1, help="embedded engine threads")
+    parser.add_argument("--backend", default="auto", help="embedded runtime (runtime.py)")
     parser.add_argument("--json", type=Path, help="also write every score and text here")
     parser.add_argument("--show", help="print every variant's text for pages with this name")
     parser.add_argument("--only", help="only pages whose name contains this")
@@ -310,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     if not CORPUS.is_dir():
         print(f"corpus not found at {CORPUS.resolve()}", file=sys.stderr)
         return 2
-    embedded, tesseract = EmbeddedEngine(threads=args.threads), TesseractEngine()
+    embedded = EmbeddedEngine(threads=args.threads, backend=args.backend)
+    tesseract = TesseractEngine()
     embedded.recognize(Image.new("RGB", (64, 64), "white"))  # load models outside the clock
     tests = load_bench_tests()
     rows, layout_seconds = [], []
