@@ -8,6 +8,7 @@ each prints its request counters into its log when ocrflow stops it.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -54,9 +55,12 @@ def test_one_server_per_gpu_shares_the_pages(corpus: Path, tmp_path: Path) -> No
     assert sum(served) == PAGES
     assert min(served) >= PAGES // 4, served  # both replicas worked, neither starved
     assert status_json(out)["pages"] == {"ok": PAGES}
+    # Each replica's port, from the command line ocrflow logged: none is served any more.
+    ports = {re.search(r"--port=(\d+)", lines[0]).group(1) for lines in starts}  # type: ignore[union-attr]
+    assert len(ports) == 2
     leftovers = [
         p for p in psutil.process_iter(["cmdline"])
-        if "tests.fakevllm.vllm_serve" in " ".join(p.info["cmdline"] or [])
-        and str(out) in " ".join(p.info["cmdline"] or [])
+        if "tests.fakevllm" in " ".join(p.info["cmdline"] or [])
+        and any(f"--port={port}" in " ".join(p.info["cmdline"] or []) for port in ports)
     ]  # fmt: skip
     assert not leftovers

@@ -76,3 +76,10 @@ def test_a_short_gap_between_sent_and_seen_is_not_a_balancer() -> None:
     for tenth in range(45):
         limiter.on_metrics(30, 0, 96, True, now=4.2 + tenth / 10)
     assert limiter.limit == 96  # a new streak, 4.4 s long: still too short
+
+
+def test_a_server_reporting_nan_leaves_the_limit_a_number() -> None:
+    limiter = ReplicaLimiter(64)
+    for second in range(8):
+        limiter.on_metrics(float("nan"), float("nan"), 64, True, now=float(second))
+    assert limiter.limit == 64
