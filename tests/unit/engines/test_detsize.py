@@ -10,8 +10,6 @@ from PIL import Image, ImageDraw, ImageFont
 from ocrflow.engines import detsize
 from ocrflow.engines.embedded import EmbeddedEngine
 
-CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
-
 
 def _bgr(image: Image.Image) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(image.convert("RGB"))[:, :, ::-1])
@@ -35,8 +33,8 @@ def test_the_measured_height_follows_the_type_size() -> None:
     assert 1.5 < large / small < 2.3
 
 
-def test_the_same_page_twice_as_large_measures_twice_as_high() -> None:
-    with Image.open(CORPUS / "images" / "ocrmypdf__linn.png") as image:
+def test_the_same_page_twice_as_large_measures_twice_as_high(corpus: Path) -> None:
+    with Image.open(corpus / "images" / "ocrmypdf__linn.png") as image:
         page = image.convert("RGB")
     double = page.resize((page.width * 2, page.height * 2), Image.Resampling.LANCZOS)
     once, twice = detsize.text_height(_bgr(page)), detsize.text_height(_bgr(double))
@@ -60,8 +58,8 @@ def test_large_type_is_detected_smaller_and_small_type_keeps_its_pixels() -> Non
     assert detsize.detector_side(blank, 1600, 13.0) == 1600
 
 
-def test_boxes_come_back_in_the_pages_own_pixels() -> None:
-    with Image.open(CORPUS / "images" / "tesseract__phototest.tif") as image:
+def test_boxes_come_back_in_the_pages_own_pixels(corpus: Path) -> None:
+    with Image.open(corpus / "images" / "tesseract__phototest.tif") as image:
         page = image.convert("RGB")
     large = page.resize((page.width * 2, page.height * 2), Image.Resampling.LANCZOS)
     assert detsize.detector_side(_bgr(large), 1600, 13.0) == detsize.MIN_SIDE

@@ -18,8 +18,6 @@ from ocrflow.engines.embedded import EmbeddedEngine, EmbeddedOptions, default_th
 from ocrflow.engines.ppocr import bundled_model_files
 from ocrflow.errors import ConfigError
 
-CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
-
 #: The measured defaults (docs/embedded-engine.md, "Speed"). Edit with the figures.
 PINNED_OPTIONS = {
     "threads": 1,
@@ -130,8 +128,8 @@ def test_onnxruntime_sessions_sleep_between_operators() -> None:
         assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
-def test_a_page_goes_through_the_pinned_steps() -> None:
-    page = CORPUS / "images" / "tesseract__phototest.tif"
+def test_a_page_goes_through_the_pinned_steps(corpus: Path) -> None:
+    page = corpus / "images" / "tesseract__phototest.tif"
     with Image.open(page) as image:
         result = EmbeddedEngine(threads=1).recognize(image)
     assert tuple(result.timings) == PINNED_STEPS

@@ -28,8 +28,6 @@ from ocrflow.engines.ppocr import bundled_model_files
 from ocrflow.render.jobs import encode_image
 from ocrflow.types import PageRequest
 
-CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
-
 pytestmark = [
     pytest.mark.skipif(not runtime.openvino_installed(), reason="the openvino extra is absent"),
     pytest.mark.skipif(sys.platform != "linux", reason="forks the test process"),
@@ -119,11 +117,11 @@ def test_recogniser_widths_are_padded_to_a_few_shapes() -> None:
 
 
 @pytest.mark.timeout(300)
-def test_two_pages_at_once_read_as_each_alone() -> None:
+def test_two_pages_at_once_read_as_each_alone(corpus: Path) -> None:
     names = ("tesseract__phototest.tif", "tesseract__eurotext.tif")
     pages = []
     for name in names:
-        with Image.open(CORPUS / "images" / name) as image:
+        with Image.open(corpus / "images" / name) as image:
             pages.append(encode_image(image.convert("RGB"), "raw"))
     engine = EmbeddedEngine(threads=1, max_parallel=2, backend="openvino")
 
