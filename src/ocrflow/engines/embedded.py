@@ -1,6 +1,7 @@
-"""The embedded CPU OCR engine: PP-OCR models through ``rapidocr``, run by ONNX Runtime, or
-by OpenVINO when the ``openvino`` extra is installed (``runtime.py``: 1.7x less CPU, 3x on
-CPUs with bf16).
+"""The embedded CPU OCR engine: the PP-OCR models of the ``rapidocr`` wheel, run by OpenVINO
+where it is installed (the default on Linux x86_64, macOS arm64 and Windows) or ONNX Runtime
+(``runtime.py``: OpenVINO takes 1.7x less CPU, 3x on CPUs with bf16), with PaddleOCR's pre-
+and post-processing (``ppocr.py``).
 
 Offline by construction: the detector, line classifier and recogniser are the ONNX files
 inside the ``rapidocr`` wheel, loaded by path, so nothing is ever downloaded. A page is:
@@ -31,7 +32,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
@@ -42,15 +43,19 @@ from ocrflow.engines.geometry import (
     PageFrame,
     Quads,
     is_sideways,
+    line_length,
     ocr_blocks,
     turn_quads_half,
     turn_quads_quarter,
 )
 from ocrflow.engines.layout import TextBox, laid_out
-from ocrflow.engines.ppocr import PpocrModels, last_line, line_length
 from ocrflow.engines.runtime import resolve_backend
 from ocrflow.errors import EngineError, EngineRejected
 from ocrflow.types import Block, EngineReply, PageImage, PageRequest
+
+if TYPE_CHECKING:
+    # Imported on first use: the models' steps bring OpenCV and the runtimes.
+    from ocrflow.engines.ppocr import PpocrModels
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +170,9 @@ class EmbeddedEngine:
         models = self._loaded()
         try:
             return _read_page(models, np.ascontiguousarray(rgb[:, :, ::-1]), self.options)
-        except Exception as exc:  # onnxruntime and OpenCV raise plain exceptions
+        except Exception as exc:  # the runtimes and OpenCV raise plain exceptions
+            from ocrflow.engines.ppocr import last_line
+
             raise EngineError(f"embedded OCR failed: {last_line(exc)}") from exc
         finally:
             _return_freed_memory()
@@ -173,6 +180,8 @@ class EmbeddedEngine:
     def _loaded(self) -> PpocrModels:
         with self._load_lock:
             if self._models is None:
+                from ocrflow.engines.ppocr import PpocrModels
+
                 options = self.options
                 self._models = PpocrModels.load(
                     threads=options.threads,

@@ -123,3 +123,8 @@ def order_corners(quads: Quads) -> Quads:
 
 def _sorted_by_y(pairs: np.ndarray) -> np.ndarray:
     return np.take_along_axis(pairs, np.argsort(pairs[:, :, 1], axis=1)[:, :, None], axis=1)
+
+
+def line_length(crop: np.ndarray) -> float:
+    """A line image's length in text heights."""
+    return crop.shape[1] / max(crop.shape[0], 1)

@@ -1,27 +1,43 @@
 """The PP-OCR models of the embedded engine, inside the ``rapidocr`` wheel: the detector,
 the 0°/180° line classifier and the recogniser, loaded by path (nothing is ever downloaded)
-and called one step at a time through rapidocr's wrappers (pre- and post-processing)."""
+and called one step at a time, with PaddleOCR's pre- and post-processing (``ppocr_det.py``,
+``ppocr_lines.py``). Only the wheel's model files are used: rapidocr's own pipeline and its
+configuration loader (0.95 s a run) are never imported."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+import cv2
 import numpy as np
 
-from ocrflow.engines.geometry import Quads
-from ocrflow.engines.runtime import attach
+from ocrflow.engines.geometry import Quads, line_length
+from ocrflow.engines.ppocr_det import db_quads, detector_input
+from ocrflow.engines.ppocr_lines import (
+    CtcDecoder,
+    classifier_input,
+    classifier_labels,
+    recognizer_input,
+)
+from ocrflow.engines.runtime import Session, open_session
 from ocrflow.errors import EngineError
 
 
 @dataclass(frozen=True, slots=True)
 class PpocrModels:
-    """The three PP-OCR models, as rapidocr's wrappers (pre- and post-processing)."""
+    """The three PP-OCR models as runtime sessions, and how they are fed."""
 
-    detector: Any
-    classifier: Any
-    recognizer: Any
+    detector: Session
+    classifier: Session
+    recognizer: Session
+    decoder: CtcDecoder
+    #: Longest side of the detector's input at most.
+    det_side: int
+    #: Lines per recogniser and classifier call.
+    rec_batch: int
+    cls_batch: int
 
     @classmethod
     def load(
@@ -37,62 +53,63 @@ class PpocrModels:
         """Build the models from the wheel's own files, run by ``backend`` (``runtime.py``)
         with ``threads`` threads a call and ``streams`` calls at once, the detector's input
         at most ``det_side`` px, ``rec_batch`` and ``cls_batch`` lines per recogniser and
-        classifier call; raise ``EngineError`` if they are absent."""
-        try:
-            from rapidocr import RapidOCR
-        except ImportError as exc:
-            raise EngineError(
-                "the embedded engine needs rapidocr: pip install rapidocr onnxruntime"
-            ) from exc
+        classifier call; raise ``EngineError`` if they are absent or cannot be loaded."""
         files = bundled_model_files()
-        try:
-            params = _rapidocr_params(files, det_side, rec_batch, cls_batch)
-            ocr = RapidOCR(params=params)
-            # rapidocr's loaders build each wrapper; we call the steps one by one.
-            models = cls(ocr._load_det_model(), ocr._load_cls_model(), ocr._load_rec_model())
-            for wrapper, task in zip(models.wrappers(), ("det", "cls", "rec"), strict=True):
-                attach(
-                    wrapper,
-                    files[task],
-                    backend=backend,
-                    threads=threads,
-                    streams=streams,
-                    task=task,
-                )
-        except Exception as exc:  # rapidocr and onnxruntime raise plain exceptions
-            raise EngineError(f"cannot load the PP-OCR models: {last_line(exc)}") from exc
-        return models
 
-    def wrappers(self) -> tuple[Any, Any, Any]:
-        """Detector, classifier, recogniser."""
-        return self.detector, self.classifier, self.recognizer
+        def session(task: str) -> Session:
+            return open_session(
+                files[task], backend=backend, threads=threads, streams=streams, task=task
+            )
+
+        try:
+            # The runtimes compile without the GIL: three models at once load faster.
+            with ThreadPoolExecutor(3, thread_name_prefix="ppocr-load") as pool:
+                detector, classifier, recognizer = pool.map(session, ("det", "cls", "rec"))
+            characters = recognizer.metadata("character")
+        except Exception as exc:  # onnxruntime and openvino raise plain exceptions
+            raise EngineError(f"cannot load the PP-OCR models: {last_line(exc)}") from exc
+        if not characters:
+            raise EngineError(f"{files['rec'].name} carries no character list")
+        decoder = CtcDecoder(characters.splitlines())
+        return cls(detector, classifier, recognizer, decoder, det_side, rec_batch, cls_batch)
 
     def detect(self, bgr: np.ndarray) -> Quads:
         """Line quads in ``bgr``'s own pixels (an empty array when there is no text)."""
-        boxes = self.detector(bgr).boxes
-        return np.zeros((0, 4, 2), np.float32) if boxes is None else np.asarray(boxes, np.float32)
+        inputs = detector_input(bgr, self.det_side)
+        if inputs is None:
+            return np.zeros((0, 4, 2), np.float32)
+        return db_quads(self.detector(inputs), *bgr.shape[:2])
 
     def crop(self, bgr: np.ndarray, quad: np.ndarray) -> np.ndarray:
         """The line under ``quad``, straightened (a tall crop is turned to lie flat)."""
-        from rapidocr.utils.process_img import get_rotate_crop_image
-
-        return get_rotate_crop_image(bgr, quad.copy())
+        return rotated_crop(bgr, quad)
 
     def upside_down_share(self, crops: list[np.ndarray]) -> float:
         """Share of the text, by line length, that the line classifier reads as 180°."""
-        results = self.classifier(crops).cls_res
+        labels: list[str] = []
+        for start in range(0, len(crops), self.cls_batch):
+            batch = crops[start : start + self.cls_batch]
+            labels += classifier_labels(self.classifier(classifier_input(batch)))
         lengths = np.array([line_length(c) for c in crops])
-        flipped = np.array([label == "180" for label, _ in results])
+        flipped = np.array([label == "180" for label in labels])
         return float(lengths[flipped].sum() / lengths.sum())
 
     def read_lines(
         self, crops: list[np.ndarray], margin: float
     ) -> tuple[tuple[str, ...], tuple[float, ...]]:
-        """Text and confidence of each crop, read with ``margin`` (see ``_with_margin``)."""
-        from rapidocr.ch_ppocr_rec import TextRecInput
-
-        output = self.recognizer(TextRecInput(img=[_with_margin(c, margin) for c in crops]))
-        return tuple(output.txts), tuple(float(s) for s in output.scores)
+        """Text and confidence of each crop, read with ``margin`` (see ``_with_margin``);
+        lines are read ``rec_batch`` at a time, narrowest first (a batch is padded to its
+        widest line)."""
+        lines = [_with_margin(c, margin) for c in crops]
+        order = np.argsort([line_length(line) for line in lines], kind="stable")
+        results: list[tuple[str, float]] = [("", 0.0)] * len(lines)
+        for start in range(0, len(lines), self.rec_batch):
+            chosen = order[start : start + self.rec_batch]
+            output = self.recognizer(recognizer_input([lines[i] for i in chosen]))
+            for index, result in zip(chosen, self.decoder.decode_batch(output), strict=True):
+                results[index] = result
+        texts, scores = zip(*results, strict=True) if results else ((), ())
+        return tuple(texts), tuple(scores)
 
     def mean_score(self, crops: list[np.ndarray], margin: float) -> float:
         """Mean recogniser confidence over ``crops``."""
@@ -102,7 +119,7 @@ class PpocrModels:
 def bundled_model_files() -> dict[str, Path]:
     """The detector, classifier and recogniser ONNX files inside the rapidocr wheel.
 
-    Given to rapidocr by path, so that it never tries to download a model.
+    Read by path from the installed wheel: nothing is ever downloaded.
     """
     import rapidocr
 
@@ -112,31 +129,6 @@ def bundled_model_files() -> dict[str, Path]:
         names = sorted(p.name for p in folder.glob("*.onnx"))
         raise EngineError(f"expected one det, cls and rec model in {folder}, found {names}")
     return {task: paths[0] for task, paths in found.items()}
-
-
-def _rapidocr_params(
-    models: dict[str, Path], det_side: int, rec_batch: int, cls_batch: int
-) -> dict[str, Any]:
-    return {
-        "Global.log_level": "error",  # rapidocr logs every model it loads at INFO
-        # One thread here: ``runtime.attach`` swaps in the sessions that need more.
-        "EngineConfig.onnxruntime.intra_op_num_threads": 1,
-        "EngineConfig.onnxruntime.inter_op_num_threads": 1,
-        "Det.model_path": str(models["det"]),
-        "Det.limit_type": "max",
-        "Det.limit_side_len": det_side,
-        "Cls.model_path": str(models["cls"]),
-        "Cls.cls_batch_num": cls_batch,
-        "Rec.model_path": str(models["rec"]),
-        "Rec.rec_batch_num": rec_batch,
-        # rapidocr pads every line to at least 320 px wide; short lines need not be.
-        "Rec.rec_img_shape": [3, 48, 48],
-    }
-
-
-def line_length(crop: np.ndarray) -> float:
-    """A line's length in text heights."""
-    return crop.shape[1] / max(crop.shape[0], 1)
 
 
 def _with_margin(crop: np.ndarray, margin: float) -> np.ndarray:
@@ -151,6 +143,21 @@ def _with_margin(crop: np.ndarray, margin: float) -> np.ndarray:
     padded[:] = background
     padded[pad : pad + crop.shape[0]] = crop
     return padded
+
+
+def rotated_crop(bgr: np.ndarray, quad: np.ndarray) -> np.ndarray:
+    """The pixels under ``quad`` warped to an upright rectangle (cubic interpolation, edges
+    replicated); a crop 1.5 times taller than wide is turned a quarter to lie flat."""
+    width = int(max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[2] - quad[3])))
+    height = int(max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2])))
+    corners = np.array([[0, 0], [width, 0], [width, height], [0, height]], np.float32)
+    transform = cv2.getPerspectiveTransform(quad.astype(np.float32), corners)
+    crop = cv2.warpPerspective(
+        bgr, transform, (width, height), borderMode=cv2.BORDER_REPLICATE, flags=cv2.INTER_CUBIC
+    )
+    if crop.shape[0] >= 1.5 * crop.shape[1]:
+        crop = np.rot90(crop)
+    return crop
 
 
 def last_line(exc: Exception) -> str:

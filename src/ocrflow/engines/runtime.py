@@ -1,10 +1,11 @@
-"""The inference runtime under the embedded engine's PP-OCR models: ONNX Runtime (always
-installed) or OpenVINO (``pip install 'ocrflow[openvino]'``), picked by ``backend``.
+"""The inference runtime under the embedded engine's PP-OCR models: OpenVINO (installed with
+ocrflow where its wheels exist) or ONNX Runtime (always installed), picked by ``backend``.
 
-rapidocr builds each model's wrapper (pre- and post-processing, the recogniser's character
-list read from the ONNX file) on ONNX Runtime; ``attach`` then puts the chosen runtime's
-session under it. Both read the same ONNX files from the rapidocr wheel, so nothing is
-downloaded either way. See docs/embedded-engine.md for the measurements behind ``auto``.
+``open_session`` gives a model as a callable ``Session`` (one array in, the first output
+out, and the strings the file carries); the pre- and post-processing around it are
+``ppocr_det.py`` and ``ppocr_lines.py``. Both runtimes read the same ONNX files from the
+rapidocr wheel, so nothing is downloaded either way. See docs/embedded-engine.md for the
+measurements behind ``auto``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import queue
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -40,25 +41,46 @@ def openvino_installed() -> bool:
     return importlib.util.find_spec("openvino") is not None
 
 
-def attach(
-    wrapper: Any, path: Path, *, backend: str, threads: int, streams: int = 1, task: str = ""
-) -> None:
-    """Run ``wrapper`` (a rapidocr detector, classifier or recogniser, ``task`` "det",
-    "cls" or "rec", built on ONNX Runtime) on ``backend`` with ``threads`` threads a call,
-    ``streams`` calls at once."""
+def open_session(
+    path: Path, *, backend: str, threads: int, streams: int = 1, task: str = ""
+) -> Session:
+    """The model at ``path`` (``task`` "det", "cls" or "rec") run by ``backend`` with
+    ``threads`` threads a call and up to ``streams`` calls at once."""
     if backend == "openvino":
         step = REC_WIDTH_STEP if task == "rec" else None
-        wrapper.session = OpenVinoSession(path, threads, streams, width_step=step)
-    elif threads > 1:
-        # rapidocr's own one-thread session is kept as it is; with more threads ours,
-        # which sleeps between operators instead of spinning.
-        wrapper.session.session = ort_session(path, threads)
+        return OpenVinoSession(path, threads, streams, width_step=step)
+    return OrtSession(path, threads)
+
+
+class Session(Protocol):
+    """One model, callable on one input array; returns its first output."""
+
+    def __call__(self, inputs: np.ndarray) -> np.ndarray: ...
+
+    def metadata(self, key: str) -> str | None:
+        """A string the model file carries under ``key`` (the recogniser's characters)."""
+        ...
+
+
+class OrtSession:
+    """One ONNX model run by ONNX Runtime (``ort_session``); thread-safe."""
+
+    def __init__(self, path: Path, threads: int) -> None:
+        self.session = ort_session(path, threads)
+        self._input = self.session.get_inputs()[0].name
+
+    def __call__(self, inputs: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {self._input: inputs})[0]
+
+    def metadata(self, key: str) -> str | None:
+        """See ``Session.metadata``."""
+        return self.session.get_modelmeta().custom_metadata_map.get(key)
 
 
 def ort_session(path: Path, threads: int) -> Any:
     """An ONNX Runtime session whose worker threads sleep between operators.
 
-    rapidocr's own sessions spin, which on a busy machine made two threads far slower than
+    rapidocr's sessions spin, which on a busy machine made two threads far slower than
     one (a dense page: 5.2 s against 2.7 s); without spinning, two threads cost about the
     same as one on a busy machine (3.0 s) and save about 40 % of the wall time on an idle one.
     """
@@ -103,8 +125,7 @@ def openvino_config(threads: int) -> dict[str, str]:
 
 
 class OpenVinoSession:
-    """One ONNX model run by OpenVINO on the CPU, callable as rapidocr's sessions are (one
-    input array in, the first output out).
+    """One ONNX model run by OpenVINO on the CPU, a ``Session``.
 
     Each page read at once gets its own one-stream compiled model with its own infer request
     (built on first need, at most ``slots``), lent to one thread at a time: ``infer`` runs
@@ -118,7 +139,12 @@ class OpenVinoSession:
     def __init__(
         self, path: Path, threads: int, slots: int = 1, *, width_step: int | None = None
     ) -> None:
+        import openvino as ov
+
         self._path = path
+        self._core = ov.Core()
+        # Read once: every page read at once compiles its own model from it.
+        self._model = self._core.read_model(str(path))
         self._config = openvino_config(threads)
         self._slots = max(1, slots)
         self._width_step = width_step
@@ -135,10 +161,15 @@ class OpenVinoSession:
         self._free: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._built = 0
 
-    def _build(self) -> Any:
-        import openvino as ov
+    def metadata(self, key: str) -> str | None:
+        """See ``Session.metadata`` (OpenVINO keeps an ONNX file's metadata as run-time
+        information under "framework")."""
+        info = self._model.get_rt_info()
+        found = info["framework"].get(key) if "framework" in info else None
+        return None if found is None else str(found.astype(str))
 
-        compiled = ov.Core().compile_model(str(self._path), "CPU", self._config)
+    def _build(self) -> Any:
+        compiled = self._core.compile_model(self._model, "CPU", self._config)
         request = compiled.create_infer_request()
         self._built += 1
         return request

@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
-from ocrflow.engines import detsize, embedded, runtime
+from ocrflow.engines import detsize, embedded, ppocr_det, ppocr_lines, runtime
 from ocrflow.engines.embedded import EmbeddedEngine, EmbeddedOptions, default_threads
 from ocrflow.engines.ppocr import bundled_model_files
 from ocrflow.errors import ConfigError
@@ -97,19 +98,32 @@ def _loaded(**options: object) -> EmbeddedEngine:
 def test_loaded_models_run_with_the_pinned_pre_and_post_processing() -> None:
     models = _loaded(max_parallel=2)._models
     assert models is not None
-    assert (models.detector.limit_type, models.detector.limit_side_len) == ("max", 1600)
-    assert models.classifier.cls_batch_num == embedded.CLASSIFY_LINES
-    assert models.recognizer.rec_batch_num == 1
-    # Lines are not padded to rapidocr's 320 px minimum width.
-    assert list(models.recognizer.rec_image_shape) == [3, 48, 48]
+    assert (models.det_side, models.cls_batch, models.rec_batch) == (
+        1600,
+        embedded.CLASSIFY_LINES,
+        1,
+    )
+    # PaddleOCR's post-processing with rapidocr's settings (rapidocr/config.yaml).
+    assert (
+        ppocr_det.DB_THRESHOLD,
+        ppocr_det.BOX_THRESHOLD,
+        ppocr_det.UNCLIP_RATIO,
+        ppocr_det.MAX_CANDIDATES,
+    ) == (0.3, 0.5, 1.6, 1000)
+    # Lines are 48 px high and not padded to PaddleOCR's 320 px minimum width.
+    line = np.zeros((20, 30, 3), np.uint8)
+    assert ppocr_lines.recognizer_input([line]).shape == (1, 3, 48, 72)
+    assert ppocr_lines.classifier_input([line]).shape == (1, 3, 48, 192)
+    # The recogniser's characters come from its own file: blank, 18,708 and a space.
+    assert models.decoder.classes == 18710
 
 
 @pytest.mark.skipif(not runtime.openvino_installed(), reason="the openvino extra is absent")
 def test_the_openvino_backend_gives_each_parallel_page_a_compiled_model() -> None:
     models = _loaded(max_parallel=2, threads=1, backend="openvino")._models
     assert models is not None
-    for wrapper, step in zip(models.wrappers(), (None, None, runtime.REC_WIDTH_STEP), strict=True):
-        session = wrapper.session
+    sessions = (models.detector, models.classifier, models.recognizer)
+    for session, step in zip(sessions, (None, None, runtime.REC_WIDTH_STEP), strict=True):
         assert isinstance(session, runtime.OpenVinoSession)
         assert (session._slots, session._width_step) == (2, step)
         request = session._borrow()
@@ -122,8 +136,9 @@ def test_the_openvino_backend_gives_each_parallel_page_a_compiled_model() -> Non
 def test_onnxruntime_sessions_sleep_between_operators() -> None:
     models = _loaded(backend="onnxruntime", threads=2)._models
     assert models is not None
-    for wrapper in models.wrappers():
-        options = wrapper.session.session.get_session_options()
+    for session in (models.detector, models.classifier, models.recognizer):
+        assert isinstance(session, runtime.OrtSession)
+        options = session.session.get_session_options()
         assert options.intra_op_num_threads == 2
         assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
