@@ -156,6 +156,17 @@ class EmbeddedEngine:
             blocks=result.blocks,
         )
 
+    def preload(self) -> None:
+        """Start loading the models in a background thread, so that the load overlaps what
+        the caller does before its first page (rendering it); the first ``infer`` waits for
+        it. A failed load is left for that ``infer`` to retry and report."""
+
+        def load() -> None:
+            with contextlib.suppress(EngineError):
+                self._loaded()
+
+        threading.Thread(target=load, name="ocrflow-embedded-load", daemon=True).start()
+
     async def aclose(self) -> None:
         """Drop the models; a later call loads them again."""
         with self._load_lock:

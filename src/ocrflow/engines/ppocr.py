@@ -17,6 +17,7 @@ from ocrflow.engines.geometry import Quads, line_length
 from ocrflow.engines.ppocr_det import db_quads, detector_input
 from ocrflow.engines.ppocr_lines import (
     CtcDecoder,
+    best_classes,
     classifier_input,
     classifier_labels,
     recognizer_input,
@@ -105,8 +106,8 @@ class PpocrModels:
         results: list[tuple[str, float]] = [("", 0.0)] * len(lines)
         for start in range(0, len(lines), self.rec_batch):
             chosen = order[start : start + self.rec_batch]
-            output = self.recognizer(recognizer_input([lines[i] for i in chosen]))
-            for index, result in zip(chosen, self.decoder.decode_batch(output), strict=True):
+            best = self.recognizer(recognizer_input([lines[i] for i in chosen]), best_classes)
+            for index, result in zip(chosen, self.decoder.decode_batch(best), strict=True):
                 results[index] = result
         texts, scores = zip(*results, strict=True) if results else ((), ())
         return tuple(texts), tuple(scores)

@@ -80,8 +80,13 @@ class CtcDecoder:
         kept = [round(p, 5) for p in probabilities[keep].tolist()]
         return text, float(np.round(np.mean(kept), 5)) if kept else 0.0
 
-    def decode_batch(self, output: np.ndarray) -> list[tuple[str, float]]:
-        """Every line of the recogniser's output (n, steps, classes)."""
-        indices = output.argmax(axis=2)
-        best = np.take_along_axis(output, indices[..., np.newaxis], axis=2)[..., 0]
-        return [self.decode(i, p) for i, p in zip(indices, best, strict=True)]
+    def decode_batch(self, best: tuple[np.ndarray, np.ndarray]) -> list[tuple[str, float]]:
+        """Every line of a batch from ``best_classes`` of the recogniser's output."""
+        return [self.decode(i, p) for i, p in zip(*best, strict=True)]
+
+
+def best_classes(output: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The best class at each step of the recogniser's output (n, steps, classes) and its
+    probability, each (n, steps)."""
+    indices = output.argmax(axis=2)
+    return indices, np.take_along_axis(output, indices[..., np.newaxis], axis=2)[..., 0]

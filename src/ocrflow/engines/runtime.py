@@ -15,6 +15,7 @@ import importlib.util
 import os
 import queue
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -52,10 +53,21 @@ def open_session(
     return OrtSession(path, threads)
 
 
-class Session(Protocol):
-    """One model, callable on one input array; returns its first output."""
+#: What a session does with its output before returning it: it sees the runtime's own
+#: buffer, so a reduction (the recogniser's best class a step) saves copying megabytes.
+Reduce = Callable[[np.ndarray], Any]
 
-    def __call__(self, inputs: np.ndarray) -> np.ndarray: ...
+
+def _copy(output: np.ndarray) -> np.ndarray:
+    return np.array(output, copy=True)
+
+
+class Session(Protocol):
+    """One model, callable on one input array."""
+
+    def __call__(self, inputs: np.ndarray, reduce: Reduce = _copy) -> Any:
+        """``reduce`` of the model's first output (by default a copy of it)."""
+        ...
 
     def metadata(self, key: str) -> str | None:
         """A string the model file carries under ``key`` (the recogniser's characters)."""
@@ -69,8 +81,10 @@ class OrtSession:
         self.session = ort_session(path, threads)
         self._input = self.session.get_inputs()[0].name
 
-    def __call__(self, inputs: np.ndarray) -> np.ndarray:
-        return self.session.run(None, {self._input: inputs})[0]
+    def __call__(self, inputs: np.ndarray, reduce: Reduce = _copy) -> Any:
+        """See ``Session.__call__``."""
+        output = self.session.run(None, {self._input: inputs})[0]
+        return output if reduce is _copy else reduce(output)
 
     def metadata(self, key: str) -> str | None:
         """See ``Session.metadata``."""
@@ -195,14 +209,15 @@ class OpenVinoSession:
         """Compiled models built so far (at most ``slots``)."""
         return self._built
 
-    def __call__(self, inputs: np.ndarray) -> np.ndarray:
+    def __call__(self, inputs: np.ndarray, reduce: Reduce = _copy) -> Any:
+        """See ``Session.__call__``: ``reduce`` runs before the request is given back,
+        since the output tensor's memory is reused by the next call."""
         if self._width_step:
             inputs = pad_width(inputs, self._width_step)
         request = self._borrow()
         try:
             request.infer([inputs])
-            # The output tensor's memory is reused by the next call: copy it out.
-            return np.array(request.get_output_tensor(0).data, copy=True)
+            return reduce(request.get_output_tensor(0).data)
         finally:
             self._give_back(request)
 

@@ -15,6 +15,7 @@ from ocrflow.config import EngineOptions
 from ocrflow.config.environment import environment_api_key
 from ocrflow.engines.base import Engine
 from ocrflow.engines.completions import v1
+from ocrflow.engines.embedded import EmbeddedEngine
 from ocrflow.engines.factory import build_engine
 from ocrflow.engines.presets import preset_flags
 from ocrflow.engines.readiness import confirm_models
@@ -66,6 +67,8 @@ async def open_engine(
     """
     if options.kind in {"embedded", "tesseract"}:
         engine = build_engine(options)
+        if isinstance(engine, EmbeddedEngine):
+            engine.preload()
         try:
             yield EngineSession(engine, None, engine.name, _default_dim(engine))
         finally:

@@ -243,3 +243,32 @@ def test_a_timed_out_call_keeps_its_slot_until_its_thread_ends(
 
     assert asyncio.run(scenario()) == "read"
     assert most == [1, 1]
+
+
+def test_an_embedded_session_loads_the_models_before_the_first_page() -> None:
+    """``open_engine`` starts the load in the background: it overlaps the rendering of the
+    first pages instead of delaying the first one."""
+    from ocrflow.config import EngineOptions
+    from ocrflow.readers.session import open_engine
+
+    async def opened() -> bool:
+        async with open_engine(EngineOptions(kind="embedded"), log_dir=None) as session:
+            engine = session.engine
+            assert isinstance(engine, EmbeddedEngine)
+            for _ in range(600):  # no page is sent: only the preload can load them
+                if engine._models is not None:
+                    break
+                await asyncio.sleep(0.1)
+            loaded = engine._models is not None
+            reply = await engine.infer(_white_page())
+            assert reply.text == ""
+        # Closing waits for a load in progress and drops the models.
+        return loaded and engine._models is None
+
+    assert asyncio.run(opened())
+
+
+def _white_page() -> PageRequest:
+    data = Image.new("RGB", (64, 48), "white").tobytes()
+    image = PageImage(data=data, encoding="raw", mode="RGB", width=64, height=48)
+    return PageRequest(image=image)
