@@ -121,6 +121,13 @@ def run_command(
             "Runtime), openvino or onnxruntime."
         ),
     ] = option_default("embedded_backend"),
+    embedded_charset: Annotated[
+        str,
+        typer.Option(
+            help="Embedded engine characters: auto (a recogniser cut down to Latin, Greek "
+            "and Cyrillic first on alphabetic pages; OpenVINO) or all."
+        ),
+    ] = option_default("embedded_charset"),
     model: Annotated[
         str | None, typer.Option(help="VLM model (HF id or path).", rich_help_panel=VLM)
     ] = None,

@@ -63,6 +63,10 @@ class EngineOptions(_Options):
     #: where it is installed (the core install on Linux x86_64, macOS arm64, Windows), else
     #: ONNX Runtime.
     backend: Literal["onnxruntime", "openvino", "auto"] = "auto"
+    #: Embedded engine: ``auto`` reads lines with the recogniser cut down to alphabetic
+    #: scripts where a page's longest lines are alphabetic (OpenVINO only; the whole one
+    #: reads other scripts), ``all`` with the whole recogniser (``engines/ppocr_charset.py``).
+    charset: Literal["auto", "all"] = "auto"
     #: Share of a document's pages that may fall back before the document is ``partial``.
     max_page_error_rate: float = Field(0.0, ge=0.0, le=1.0)
     #: Everything for one page (attempts, backoff) ends by this deadline.

@@ -93,6 +93,7 @@ _OPTIONS: dict[str, tuple[str, str, Convert]] = {
     "parallel": ("engine", "parallel", _same),
     "languages": ("engine", "languages", _same),
     "embedded_backend": ("engine", "backend", _same),
+    "embedded_charset": ("engine", "charset", _same),
     "model": ("engine", "model", _same),
     "served_model_name": ("engine", "served_model_name", _same),
     "recipe": ("engine", "recipe", _same),

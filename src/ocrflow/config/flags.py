@@ -27,6 +27,7 @@ FIELD_FLAGS = {
     "threads": "--threads",
     "languages": "--languages",
     "backend": "--embedded-backend",
+    "charset": "--embedded-charset",
     "max_page_error_rate": "--max-page-error-rate",
     "page_deadline_s": "--page-deadline",
     "request_timeout_s": "--request-timeout",

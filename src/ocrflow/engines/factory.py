@@ -13,7 +13,10 @@ def build_engine(options: EngineOptions) -> Engine:
         from ocrflow.engines.embedded import EmbeddedEngine
 
         return EmbeddedEngine(
-            threads=options.threads, max_parallel=options.parallel, backend=options.backend
+            threads=options.threads,
+            max_parallel=options.parallel,
+            backend=options.backend,
+            charset=options.charset,
         )
     if options.kind == "tesseract":
         from ocrflow.engines.tesseract import TesseractEngine

@@ -14,6 +14,12 @@ import cv2
 import numpy as np
 
 from ocrflow.engines.geometry import Quads, line_length
+from ocrflow.engines.ppocr_charset import (
+    RECHECK_SCORE,
+    alphabetic_classes,
+    alphabetic_model,
+    is_alphabetic,
+)
 from ocrflow.engines.ppocr_det import db_quads, detector_input
 from ocrflow.engines.ppocr_lines import (
     CtcDecoder,
@@ -25,15 +31,40 @@ from ocrflow.engines.ppocr_lines import (
 from ocrflow.engines.runtime import Session, open_session
 from ocrflow.errors import EngineError
 
+#: The longest lines of a page, read first by the whole recogniser: when any holds a
+#: character of another script, the whole recogniser reads the page.
+PROBE_LINES = 6
+
+
+@dataclass(frozen=True, slots=True)
+class LineModel:
+    """A recogniser session and the decoder of its output classes."""
+
+    session: Session
+    decoder: CtcDecoder
+
+    def read(self, lines: list[np.ndarray], batch: int) -> list[tuple[str, float]]:
+        """Text and confidence of each line, read ``batch`` at a time, narrowest first
+        (a batch is padded to its widest line)."""
+        order = np.argsort([line_length(line) for line in lines], kind="stable")
+        results: list[tuple[str, float]] = [("", 0.0)] * len(lines)
+        for start in range(0, len(lines), batch):
+            chosen = order[start : start + batch]
+            best = self.session(recognizer_input([lines[i] for i in chosen]), best_classes)
+            for index, result in zip(chosen, self.decoder.decode_batch(best), strict=True):
+                results[index] = result
+        return results
+
 
 @dataclass(frozen=True, slots=True)
 class PpocrModels:
-    """The three PP-OCR models as runtime sessions, and how they are fed."""
+    """The PP-OCR models as runtime sessions, and how they are fed."""
 
     detector: Session
     classifier: Session
-    recognizer: Session
-    decoder: CtcDecoder
+    recognizer: LineModel
+    #: The recogniser cut down to alphabetic scripts (``ppocr_charset.py``), or None.
+    alphabetic: LineModel | None
     #: Longest side of the detector's input at most.
     det_side: int
     #: Lines per recogniser and classifier call.
@@ -50,29 +81,45 @@ class PpocrModels:
         cls_batch: int,
         backend: str = "onnxruntime",
         streams: int = 1,
+        charset: str = "all",
     ) -> PpocrModels:
         """Build the models from the wheel's own files, run by ``backend`` (``runtime.py``)
         with ``threads`` threads a call and ``streams`` calls at once, the detector's input
         at most ``det_side`` px, ``rec_batch`` and ``cls_batch`` lines per recogniser and
-        classifier call; raise ``EngineError`` if they are absent or cannot be loaded."""
+        classifier call; ``charset`` "auto" adds the alphabetic recogniser (OpenVINO only).
+        Raise ``EngineError`` if the models are absent or cannot be loaded."""
         files = bundled_model_files()
+        tasks = ["det", "cls", "rec"]
+        if charset == "auto" and backend == "openvino":
+            tasks.append("rec-alphabetic")
 
         def session(task: str) -> Session:
+            edit = alphabetic_model if task == "rec-alphabetic" else None
             return open_session(
-                files[task], backend=backend, threads=threads, streams=streams, task=task
+                files[task[:3]],
+                backend=backend,
+                threads=threads,
+                streams=streams,
+                task=task[:3],
+                edit=edit,
             )
 
         try:
-            # The runtimes compile without the GIL: three models at once load faster.
-            with ThreadPoolExecutor(3, thread_name_prefix="ppocr-load") as pool:
-                detector, classifier, recognizer = pool.map(session, ("det", "cls", "rec"))
-            characters = recognizer.metadata("character")
+            # The runtimes compile without the GIL: the models load faster side by side.
+            with ThreadPoolExecutor(len(tasks), thread_name_prefix="ppocr-load") as pool:
+                sessions = list(pool.map(session, tasks))
+            characters = sessions[2].metadata("character")
         except Exception as exc:  # onnxruntime and openvino raise plain exceptions
             raise EngineError(f"cannot load the PP-OCR models: {last_line(exc)}") from exc
         if not characters:
             raise EngineError(f"{files['rec'].name} carries no character list")
-        decoder = CtcDecoder(characters.splitlines())
-        return cls(detector, classifier, recognizer, decoder, det_side, rec_batch, cls_batch)
+        known = characters.splitlines()
+        recognizer = LineModel(sessions[2], CtcDecoder(known))
+        alphabetic = None
+        if len(sessions) == 4:
+            kept = [known[i - 1] for i in alphabetic_classes(known)[1:-1]]
+            alphabetic = LineModel(sessions[3], CtcDecoder(kept))
+        return cls(sessions[0], sessions[1], recognizer, alphabetic, det_side, rec_batch, cls_batch)
 
     def detect(self, bgr: np.ndarray) -> Quads:
         """Line quads in ``bgr``'s own pixels (an empty array when there is no text)."""
@@ -98,19 +145,38 @@ class PpocrModels:
     def read_lines(
         self, crops: list[np.ndarray], margin: float
     ) -> tuple[tuple[str, ...], tuple[float, ...]]:
-        """Text and confidence of each crop, read with ``margin`` (see ``_with_margin``);
-        lines are read ``rec_batch`` at a time, narrowest first (a batch is padded to its
-        widest line)."""
+        """Text and confidence of each crop, read with ``margin`` (see ``_with_margin``),
+        by the alphabetic recogniser first when there is one (``_read_alphabetic_first``)."""
         lines = [_with_margin(c, margin) for c in crops]
-        order = np.argsort([line_length(line) for line in lines], kind="stable")
-        results: list[tuple[str, float]] = [("", 0.0)] * len(lines)
-        for start in range(0, len(lines), self.rec_batch):
-            chosen = order[start : start + self.rec_batch]
-            best = self.recognizer(recognizer_input([lines[i] for i in chosen]), best_classes)
-            for index, result in zip(chosen, self.decoder.decode_batch(best), strict=True):
-                results[index] = result
+        if self.alphabetic is None:
+            results = self.recognizer.read(lines, self.rec_batch)
+        else:
+            results = self._read_alphabetic_first(self.alphabetic, lines)
         texts, scores = zip(*results, strict=True) if results else ((), ())
         return tuple(texts), tuple(scores)
+
+    def _read_alphabetic_first(
+        self, alphabetic: LineModel, lines: list[np.ndarray]
+    ) -> list[tuple[str, float]]:
+        """The page's longest lines by the whole recogniser: when any holds a character the
+        alphabetic recogniser cannot say, the rest too. Else the rest by the alphabetic one,
+        and each line it is unsure of again by the whole one, whose reading is kept when it
+        holds such characters."""
+        order = sorted(range(len(lines)), key=lambda i: line_length(lines[i]), reverse=True)
+        probe, rest = order[:PROBE_LINES], order[PROBE_LINES:]
+        results = dict(
+            zip(probe, self.recognizer.read([lines[i] for i in probe], self.rec_batch), strict=True)
+        )
+        other_script = not all(is_alphabetic(c) for text, _ in results.values() for c in text)
+        model = self.recognizer if other_script else alphabetic
+        results.update(zip(rest, model.read([lines[i] for i in rest], self.rec_batch), strict=True))
+        doubtful = [i for i in rest if results[i][1] < RECHECK_SCORE and not other_script]
+        if doubtful:
+            again = self.recognizer.read([lines[i] for i in doubtful], self.rec_batch)
+            for index, (text, score) in zip(doubtful, again, strict=True):
+                if not all(map(is_alphabetic, text)):
+                    results[index] = (text, score)
+        return [results[i] for i in range(len(lines))]
 
     def mean_score(self, crops: list[np.ndarray], margin: float) -> float:
         """Mean recogniser confidence over ``crops``."""

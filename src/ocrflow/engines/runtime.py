@@ -10,8 +10,10 @@ measurements behind ``auto``.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import importlib.util
+import math
 import os
 import queue
 import threading
@@ -43,14 +45,31 @@ def openvino_installed() -> bool:
 
 
 def open_session(
-    path: Path, *, backend: str, threads: int, streams: int = 1, task: str = ""
+    path: Path,
+    *,
+    backend: str,
+    threads: int,
+    streams: int = 1,
+    task: str = "",
+    edit: Callable[[Any], Any] | None = None,
 ) -> Session:
     """The model at ``path`` (``task`` "det", "cls" or "rec") run by ``backend`` with
-    ``threads`` threads a call and up to ``streams`` calls at once."""
+    ``threads`` threads a call and up to ``streams`` calls at once; OpenVINO only: ``edit``
+    turns the model read from the file into the one compiled."""
     if backend == "openvino":
-        step = REC_WIDTH_STEP if task == "rec" else None
-        return OpenVinoSession(path, threads, streams, width_step=step)
+        widths = rec_width_bucket if task == "rec" else None
+        return OpenVinoSession(path, threads, streams, widths=widths, edit=edit)
+    if edit is not None:
+        raise ValueError("only OpenVINO models can be edited")
     return OrtSession(path, threads)
+
+
+def openvino_metadata(model: Any, key: str) -> str | None:
+    """A string an ONNX file carried under ``key``, from the OpenVINO model read from it
+    (OpenVINO keeps the file's metadata as run-time information under "framework")."""
+    info = model.get_rt_info()
+    found = info["framework"].get(key) if "framework" in info else None
+    return None if found is None else str(found.astype(str))
 
 
 #: What a session does with its output before returning it: it sees the runtime's own
@@ -112,11 +131,22 @@ def ort_session(path: Path, threads: int) -> Any:
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
 
-#: The recogniser's input width is padded to a multiple of this (rapidocr pads a batch of
-#: lines with the same zeros). OpenVINO compiles and caches kernels per input shape, and
-#: every line width was a new one: 30 corpus images at 640 px left the process at 2.4 GB
-#: (ONNX Runtime: 0.3 GB); bucketed, at 1.0 GB, and 7 % less CPU a page (cache hits).
+#: The recogniser's input width is padded up to the next of a few sizes (zeros, as PaddleOCR
+#: pads a batch of lines). OpenVINO compiles kernels for every new input shape (about 30 ms
+#: of CPU for a new line width, 100-150 ms for a new page size) and caches them, and every
+#: line width was a new one: 30 corpus images at 640 px left the process at 2.4 GB (ONNX
+#: Runtime: 0.3 GB). Widths in steps of 32 px: 1.0 GB and 7 % less CPU a page; steps of
+#: 32 px up to 256 px, then about 12.5 % apart (36 sizes up to 8192 px instead of 256): 5 %
+#: less CPU on a run's first pages, the same afterwards, the same text.
 REC_WIDTH_STEP = 32
+REC_WIDTH_GROWTH = 1.125
+REC_WIDTHS = tuple(
+    width
+    for width in sorted(
+        {REC_WIDTH_STEP * math.ceil(64 * REC_WIDTH_GROWTH**k / REC_WIDTH_STEP) for k in range(60)}
+    )
+    if width <= 8192
+)
 #: Kernels kept per compiled model (OpenVINO's default: 5000): every page is still a new
 #: detector shape, so this bounds what a long run keeps (measured: 1000 costs no speed).
 RUNTIME_CACHE_CAPACITY = 1000
@@ -151,17 +181,24 @@ class OpenVinoSession:
     """
 
     def __init__(
-        self, path: Path, threads: int, slots: int = 1, *, width_step: int | None = None
+        self,
+        path: Path,
+        threads: int,
+        slots: int = 1,
+        *,
+        widths: Callable[[int], int] | None = None,
+        edit: Callable[[Any], Any] | None = None,
     ) -> None:
         import openvino as ov
 
         self._path = path
         self._core = ov.Core()
         # Read once: every page read at once compiles its own model from it.
-        self._model = self._core.read_model(str(path))
+        model = self._core.read_model(str(path))
+        self._model = model if edit is None else edit(model)
         self._config = openvino_config(threads)
         self._slots = max(1, slots)
-        self._width_step = width_step
+        self._widths = widths
         self._reset()
         self._give_back(self._build())  # compile now: a broken model fails at load
 
@@ -178,9 +215,7 @@ class OpenVinoSession:
     def metadata(self, key: str) -> str | None:
         """See ``Session.metadata`` (OpenVINO keeps an ONNX file's metadata as run-time
         information under "framework")."""
-        info = self._model.get_rt_info()
-        found = info["framework"].get(key) if "framework" in info else None
-        return None if found is None else str(found.astype(str))
+        return openvino_metadata(self._model, key)
 
     def _build(self) -> Any:
         compiled = self._core.compile_model(self._model, "CPU", self._config)
@@ -212,8 +247,8 @@ class OpenVinoSession:
     def __call__(self, inputs: np.ndarray, reduce: Reduce = _copy) -> Any:
         """See ``Session.__call__``: ``reduce`` runs before the request is given back,
         since the output tensor's memory is reused by the next call."""
-        if self._width_step:
-            inputs = pad_width(inputs, self._width_step)
+        if self._widths is not None:
+            inputs = pad_width(inputs, self._widths(inputs.shape[-1]))
         request = self._borrow()
         try:
             request.infer([inputs])
@@ -222,10 +257,18 @@ class OpenVinoSession:
             self._give_back(request)
 
 
-def pad_width(batch: np.ndarray, step: int) -> np.ndarray:
-    """``batch`` (N, C, H, W) with zeros added on the right up to a multiple of ``step``
-    columns: rapidocr pads a batch of lines with the same zeros (normalised background)."""
-    extra = -batch.shape[-1] % step
-    if not extra:
+def rec_width_bucket(width: int) -> int:
+    """The recogniser input width that a line ``width`` px wide is padded to."""
+    index = bisect.bisect_left(REC_WIDTHS, width)
+    if index < len(REC_WIDTHS):
+        return REC_WIDTHS[index]
+    return REC_WIDTH_STEP * math.ceil(width / REC_WIDTH_STEP)
+
+
+def pad_width(batch: np.ndarray, width: int) -> np.ndarray:
+    """``batch`` (N, C, H, W) with zeros (normalised mid-grey, as PaddleOCR pads a batch of
+    lines) added on the right up to ``width`` columns."""
+    extra = width - batch.shape[-1]
+    if extra <= 0:
         return batch
     return np.pad(batch, ((0, 0), (0, 0), (0, 0), (0, extra)))

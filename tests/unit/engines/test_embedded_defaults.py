@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from pydantic import ValidationError
 
 from ocrflow.engines import detsize, embedded, ppocr_det, ppocr_lines, runtime
 from ocrflow.engines.embedded import EmbeddedEngine, EmbeddedOptions, default_threads
@@ -29,6 +30,7 @@ PINNED_OPTIONS = {
     "min_score": 0.5,
     "detect_rotation": True,
     "backend": "auto",
+    "charset": "auto",
 }
 PINNED_STEPS = ("detect", "classify", "recognize", "layout", "blocks")
 PINNED_MODELS = {
@@ -86,7 +88,11 @@ def test_openvino_settings_run_each_call_in_the_calling_thread() -> None:
         "ENABLE_CPU_PINNING": "NO",
         "CPU_RUNTIME_CACHE_CAPACITY": "1000",
     }
-    assert runtime.REC_WIDTH_STEP == 32
+    assert (runtime.REC_WIDTH_STEP, runtime.REC_WIDTH_GROWTH, len(runtime.REC_WIDTHS)) == (
+        32,
+        1.125,
+        37,
+    )
 
 
 def _loaded(**options: object) -> EmbeddedEngine:
@@ -115,17 +121,20 @@ def test_loaded_models_run_with_the_pinned_pre_and_post_processing() -> None:
     assert ppocr_lines.recognizer_input([line]).shape == (1, 3, 48, 72)
     assert ppocr_lines.classifier_input([line]).shape == (1, 3, 48, 192)
     # The recogniser's characters come from its own file: blank, 18,708 and a space.
-    assert models.decoder.classes == 18710
+    assert models.recognizer.decoder.classes == 18710
 
 
 @pytest.mark.skipif(not runtime.openvino_installed(), reason="the openvino extra is absent")
 def test_the_openvino_backend_gives_each_parallel_page_a_compiled_model() -> None:
     models = _loaded(max_parallel=2, threads=1, backend="openvino")._models
     assert models is not None
-    sessions = (models.detector, models.classifier, models.recognizer)
-    for session, step in zip(sessions, (None, None, runtime.REC_WIDTH_STEP), strict=True):
+    sessions = (models.detector, models.classifier, models.recognizer.session)
+    if models.alphabetic is not None:
+        sessions += (models.alphabetic.session,)
+    widths = (None, None, runtime.rec_width_bucket, runtime.rec_width_bucket)
+    for session, bucket in zip(sessions, widths, strict=False):
         assert isinstance(session, runtime.OpenVinoSession)
-        assert (session._slots, session._width_step) == (2, step)
+        assert (session._slots, session._widths) == (2, bucket)
         request = session._borrow()
         compiled = request.get_compiled_model()
         assert int(compiled.get_property("NUM_STREAMS")) == 1
@@ -136,7 +145,9 @@ def test_the_openvino_backend_gives_each_parallel_page_a_compiled_model() -> Non
 def test_onnxruntime_sessions_sleep_between_operators() -> None:
     models = _loaded(backend="onnxruntime", threads=2)._models
     assert models is not None
-    for session in (models.detector, models.classifier, models.recognizer):
+    # ONNX Runtime has no alphabetic recogniser: the graph edit is OpenVINO's.
+    assert models.alphabetic is None
+    for session in (models.detector, models.classifier, models.recognizer.session):
         assert isinstance(session, runtime.OrtSession)
         options = session.session.get_session_options()
         assert options.intra_op_num_threads == 2
@@ -156,6 +167,12 @@ def test_auto_is_the_default_runtime_and_the_flag_reaches_the_engine() -> None:
     from ocrflow.engines.factory import build_engine
 
     assert build_run_config(["in"], "out").engine.backend == "auto"
-    chosen = build_run_config(["in"], "out", embedded_backend="openvino").engine
+    chosen = build_run_config(
+        ["in"], "out", embedded_backend="openvino", embedded_charset="all"
+    ).engine
     engine = build_engine(chosen)
-    assert isinstance(engine, EmbeddedEngine) and engine.options.backend == "openvino"
+    assert isinstance(engine, EmbeddedEngine)
+    assert (engine.options.backend, engine.options.charset) == ("openvino", "all")
+    assert build_engine(build_run_config(["in"], "out").engine).options.charset == "auto"
+    with pytest.raises(ValidationError, match="'auto' or 'all'"):
+        build_run_config(["in"], "out", embedded_charset="latin")

@@ -110,10 +110,19 @@ def test_threads_sharing_a_session_get_their_own_results() -> None:
 
 def test_recogniser_widths_are_padded_to_a_few_shapes() -> None:
     batch = _line(100, 2)
-    padded = runtime.pad_width(batch, 32)
+    padded = runtime.pad_width(batch, runtime.rec_width_bucket(100))
     assert padded.shape == (1, 3, 48, 128)
     assert np.array_equal(padded[..., :100], batch) and not padded[..., 100:].any()
-    assert runtime.pad_width(padded, 32) is padded
+    assert runtime.pad_width(padded, 128) is padded
+    # Steps of 32 px up to 256, then about 12.5 % apart; every width has a bucket.
+    widest = runtime.REC_WIDTHS[-1]
+    buckets = {runtime.rec_width_bucket(width) for width in range(1, widest + 1)}
+    assert len(buckets) == len(runtime.REC_WIDTHS) <= 40 and widest > 8000
+    assert all(bucket % 32 == 0 for bucket in buckets)
+    for width in (33, 200, 257, 700, 1500, 4000, 8100):
+        bucket = runtime.rec_width_bucket(width)
+        assert width <= bucket <= max(width + 32, width * 1.15)
+    assert runtime.rec_width_bucket(10_000) == 10_016
 
 
 @pytest.mark.timeout(300)
