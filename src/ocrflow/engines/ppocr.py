@@ -6,6 +6,7 @@ configuration loader (0.95 s a run) are never imported."""
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ from ocrflow.engines.ppocr_lines import (
 )
 from ocrflow.engines.runtime import Session, open_session
 from ocrflow.errors import EngineError
+
+logger = logging.getLogger(__name__)
 
 #: The longest lines of a page, read first by the whole recogniser: when any holds a
 #: character of another script, the whole recogniser reads the page.
@@ -93,33 +96,42 @@ class PpocrModels:
         if charset == "auto" and backend == "openvino":
             tasks.append("rec-alphabetic")
 
-        def session(task: str) -> Session:
+        def session(task: str) -> Session | None:
             edit = alphabetic_model if task == "rec-alphabetic" else None
-            return open_session(
-                files[task[:3]],
-                backend=backend,
-                threads=threads,
-                streams=streams,
-                task=task[:3],
-                edit=edit,
-            )
+            try:
+                return open_session(
+                    files[task[:3]],
+                    backend=backend,
+                    threads=threads,
+                    streams=streams,
+                    task=task[:3],
+                    edit=edit,
+                )
+            except ValueError as exc:
+                if edit is None:
+                    raise
+                # Another recogniser than the one measured: read every line with it whole.
+                logger.warning("no alphabetic recogniser: %s", exc)
+                return None
 
         try:
             # The runtimes compile without the GIL: the models load faster side by side.
             with ThreadPoolExecutor(len(tasks), thread_name_prefix="ppocr-load") as pool:
                 sessions = list(pool.map(session, tasks))
-            characters = sessions[2].metadata("character")
         except Exception as exc:  # onnxruntime and openvino raise plain exceptions
             raise EngineError(f"cannot load the PP-OCR models: {last_line(exc)}") from exc
+        detector, classifier, whole, *cut = sessions
+        assert detector is not None and classifier is not None and whole is not None
+        characters = whole.metadata("character")
         if not characters:
             raise EngineError(f"{files['rec'].name} carries no character list")
         known = characters.splitlines()
-        recognizer = LineModel(sessions[2], CtcDecoder(known))
         alphabetic = None
-        if len(sessions) == 4:
+        if cut and cut[0] is not None:
             kept = [known[i - 1] for i in alphabetic_classes(known)[1:-1]]
-            alphabetic = LineModel(sessions[3], CtcDecoder(kept))
-        return cls(sessions[0], sessions[1], recognizer, alphabetic, det_side, rec_batch, cls_batch)
+            alphabetic = LineModel(cut[0], CtcDecoder(kept))
+        recognizer = LineModel(whole, CtcDecoder(known))
+        return cls(detector, classifier, recognizer, alphabetic, det_side, rec_batch, cls_batch)
 
     def detect(self, bgr: np.ndarray) -> Quads:
         """Line quads in ``bgr``'s own pixels (an empty array when there is no text)."""
@@ -188,8 +200,10 @@ def bundled_model_files() -> dict[str, Path]:
 
     Read by path from the installed wheel: nothing is ever downloaded.
     """
-    import rapidocr
-
+    try:
+        import rapidocr
+    except ImportError as exc:
+        raise EngineError("the embedded engine needs rapidocr: pip install rapidocr") from exc
     folder = Path(rapidocr.__file__).parent / "models"
     found = {task: sorted(folder.glob(f"*_{task}*.onnx")) for task in ("det", "cls", "rec")}
     if any(len(paths) != 1 for paths in found.values()):

@@ -81,3 +81,25 @@ def test_other_scripts_are_read_by_the_whole_recogniser(
     text = _read(corpus, name, "auto")
     assert all(word in text for word in words)
     assert text == _read(corpus, name, "all")
+
+
+@needs_openvino
+def test_a_recogniser_of_another_shape_is_read_whole(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import openvino as ov
+
+    from ocrflow.engines import ppocr
+    from ocrflow.engines.ppocr_charset import reduced_model
+
+    # The detector ends in a sigmoid, not a softmax over characters: no cut is made.
+    detector = ov.Core().read_model(str(bundled_model_files()["det"]))
+    with pytest.raises(ValueError, match="not Softmax"):
+        reduced_model(detector, [0, 1])
+    # A recogniser the cut does not fit leaves the engine on the whole one.
+    monkeypatch.setattr(ppocr, "alphabetic_model", lambda model: reduced_model(detector, [0]))
+    engine = EmbeddedEngine(threads=1, backend="openvino")
+    with Image.open(corpus / "images" / "tesseract__phototest.tif") as image:
+        text = engine.recognize(image).text
+    assert engine._models is not None and engine._models.alphabetic is None
+    assert "quick brown dog" in text
