@@ -16,10 +16,10 @@ import numpy as np
 
 from ocrflow.engines.geometry import Quads, line_length
 from ocrflow.engines.ppocr_charset import (
-    RECHECK_SCORE,
     alphabetic_classes,
     alphabetic_model,
     is_alphabetic,
+    needs_whole_recogniser,
 )
 from ocrflow.engines.ppocr_det import db_quads, detector_input
 from ocrflow.engines.ppocr_lines import (
@@ -182,7 +182,11 @@ class PpocrModels:
         other_script = not all(is_alphabetic(c) for text, _ in results.values() for c in text)
         model = self.recognizer if other_script else alphabetic
         results.update(zip(rest, model.read([lines[i] for i in rest], self.rec_batch), strict=True))
-        doubtful = [i for i in rest if results[i][1] < RECHECK_SCORE and not other_script]
+        doubtful = [
+            i
+            for i in rest
+            if not other_script and needs_whole_recogniser(*results[i], line_length(lines[i]))
+        ]
         if doubtful:
             again = self.recognizer.read([lines[i] for i in doubtful], self.rec_batch)
             for index, (text, score) in zip(doubtful, again, strict=True):

@@ -14,7 +14,13 @@ from PIL import Image
 from ocrflow.engines import runtime
 from ocrflow.engines.embedded import EmbeddedEngine
 from ocrflow.engines.ppocr import bundled_model_files
-from ocrflow.engines.ppocr_charset import alphabetic_classes, alphabetic_model, is_alphabetic
+from ocrflow.engines.ppocr_charset import (
+    RECHECK_SCORE,
+    alphabetic_classes,
+    alphabetic_model,
+    is_alphabetic,
+    needs_whole_recogniser,
+)
 from ocrflow.render.raster import fit_longest_side
 
 needs_openvino = pytest.mark.skipif(
@@ -27,6 +33,16 @@ def test_alphabetic_scripts_are_kept_and_cjk_is_not() -> None:
     assert not any(map(is_alphabetic, "愚园한ユअ"))
     # blank, a b, space: the kept indices of the model's classes.
     assert alphabetic_classes(["a", "愚", "b"]) == [0, 1, 3, 4]
+
+
+def test_lines_the_cut_down_recogniser_may_have_cut_are_read_again() -> None:
+    # A plain Latin line: 3.3 characters a text height, sure of itself.
+    assert not needs_whole_recogniser("The quick brown fox", 0.99, 6.0)
+    assert needs_whole_recogniser("The quick brown fox", 0.85, 6.0)  # unsure
+    assert needs_whole_recogniser("B.3 ", 0.95, 3.0)  # a gap at the end
+    assert needs_whole_recogniser("6.2  biblatex", 0.97, 5.0)  # two spaces in a row
+    assert needs_whole_recogniser("TikZ", 0.98, 4.0)  # one character a text height
+    assert needs_whole_recogniser("", 0.0, 1.0)
 
 
 @needs_openvino
@@ -103,3 +119,49 @@ def test_a_recogniser_of_another_shape_is_read_whole(
         text = engine.recognize(image).text
     assert engine._models is not None and engine._models.alphabetic is None
     assert "quick brown dog" in text
+
+
+@needs_openvino
+def test_mixed_script_lines_of_an_alphabetic_page_keep_their_cjk(corpus: Path) -> None:
+    """Lines of Latin and CJK together (a Chinese manual's contents) among long English
+    lines: the cut-down recogniser reads them confidently without their CJK ("A.1.1 安装发行版"
+    as "A.1.1 "), so its gaps and its few characters a text height send them to the whole
+    recogniser, and they come out as the whole one reads them."""
+    import pypdfium2 as pdfium
+
+    from ocrflow.engines.embedded import EmbeddedOptions, _detect_lines
+    from ocrflow.engines.geometry import line_length
+
+    engine = EmbeddedEngine(threads=1, backend="openvino")
+    models = engine._loaded()
+    assert models.alphabetic is not None
+
+    def crops(image: Image.Image) -> list[np.ndarray]:
+        bgr = np.ascontiguousarray(np.asarray(image.convert("RGB"))[:, :, ::-1])
+        quads = _detect_lines(models, bgr, EmbeddedOptions())
+        return [models.crop(bgr, quad) for quad in quads]
+
+    with Image.open(corpus / "images" / "tesseract__phototest.tif") as image:
+        english = crops(image)
+    document = pdfium.PdfDocument(str(corpus / "pdfs" / "texlive__lshort-zh-cn.pdf"))
+    try:
+        page = document[10]
+        contents = crops(page.render(scale=1288 / max(page.get_size())).to_pil())
+    finally:
+        document.close()
+    shortest_english = sorted(map(line_length, english))[-6]
+    whole = dict(zip(map(id, contents), models.recognizer.read(contents, 1), strict=True))
+    mixed = [
+        crop
+        for crop in contents
+        if line_length(crop) < shortest_english
+        and not all(map(is_alphabetic, whole[id(crop)][0]))
+        and any(c.isascii() and c.isalnum() for c in whole[id(crop)][0])
+    ]
+    assert len(mixed) >= 5
+    # Lines the confidence alone would not send back: read without their CJK, yet sure.
+    cut = models.alphabetic.read(mixed, 1)
+    pairs = zip(mixed, cut, strict=True)
+    assert any(text != whole[id(c)][0] and score >= RECHECK_SCORE for c, (text, score) in pairs)
+    texts, _ = models.read_lines(english + mixed, 0.0)
+    assert list(texts[len(english) :]) == [whole[id(crop)][0] for crop in mixed]
