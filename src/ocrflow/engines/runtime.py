@@ -136,8 +136,9 @@ def ort_session(path: Path, threads: int) -> Any:
 #: of CPU for a new line width, 100-150 ms for a new page size) and caches them, and every
 #: line width was a new one: 30 corpus images at 640 px left the process at 2.4 GB (ONNX
 #: Runtime: 0.3 GB). Widths in steps of 32 px: 1.0 GB and 7 % less CPU a page; steps of
-#: 32 px up to 256 px, then about 12.5 % apart (36 sizes up to 8192 px instead of 256): 5 %
-#: less CPU on a run's first pages, the same afterwards, the same text.
+#: 32 px up to 256 px, then about 12.5 % apart (37 sizes up to 8032 px instead of 251,
+#: steps of 32 px beyond): 5 % less CPU on a run's first pages, the same afterwards, the
+#: same text.
 REC_WIDTH_STEP = 32
 REC_WIDTH_GROWTH = 1.125
 REC_WIDTHS = tuple(
