@@ -91,7 +91,7 @@ class EmbeddedOptions:
     #: Runtime's CPU a page, docs/embedded-engine.md), else ONNX Runtime; or either by name.
     backend: str = "auto"
     #: "auto": on OpenVINO, lines are read first by the recogniser cut down to alphabetic
-    #: scripts (``ppocr_charset.py``: 19 % less CPU a Latin page, the same text), and by
+    #: scripts (``ppocr_charset.py``: 17 % less CPU a Latin page, the same text), and by
     #: the whole one where that is unsure; "all": by the whole one only.
     charset: str = "auto"
 

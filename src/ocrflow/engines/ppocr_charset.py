@@ -3,14 +3,15 @@ Cyrillic, with digits, punctuation and symbols): 1,828 of the model's 18,708 cha
 
 The recogniser ends in a matrix product over every character it knows, and a softmax over
 them, at each step of a line: with 18,708 characters (15,910 of them CJK) that is a third of
-its time. The same model with that last layer cut down to the alphabetic characters
-reads Latin pages in 31 % less recogniser time (19 % less CPU a page) with the same text on
-every benchmark page (docs/embedded-engine.md). A line it reads with low confidence (CJK,
-Hangul, Devanagari, … look like nothing it knows) is read again by the whole model, whose
-reading is kept when it holds characters the cut-down one cannot say.
+its time. The same model with that last layer cut down to the alphabetic characters reads
+Latin lines in 31 % less recogniser time, 17 % less CPU a page with the lines the whole
+model reads again, with the same text on every benchmark page (docs/embedded-engine.md).
+A line it may have misread (``needs_whole_recogniser``: unsure, or with the gaps that CJK,
+Hangul or Devanagari it cannot say leave) is read again by the whole model, whose reading
+is kept when it holds characters the cut-down one cannot say.
 
-OpenVINO only: the cut is an edit of the compiled graph (``reduced_model``); on ONNX
-Runtime every line is read by the whole model.
+OpenVINO only: the cut is an edit of OpenVINO's graph (``reduced_model``); on ONNX Runtime
+every line is read by the whole model.
 """
 
 from __future__ import annotations
