@@ -78,7 +78,9 @@ def test_sigkill_mid_job_then_restart(slower_engine: ServerHandle, tmp_path: Pat
 
 
 def test_fair_share_and_cancel(slow_engine: ServerHandle, tmp_path: Path) -> None:
-    big = long_pdf(tmp_path / "long.pdf", 24)
+    # 60 pages at 6 a second: 10 s of engine time, a wide margin for the short job's 3
+    # pages even while other tests load the machine (24 pages, 4 s, once was not).
+    big = long_pdf(tmp_path / "long.pdf", 60)
     root = tmp_path / "root"
     args = engine_args(slow_engine, "--workers", "1", "--split-pages", "3")
     with serving(root, *args) as served, httpx.Client(base_url=served.url, timeout=30) as client:
@@ -91,9 +93,9 @@ def test_fair_share_and_cancel(slow_engine: ServerHandle, tmp_path: Path) -> Non
                                headers=auth(TOKEN_A)).json()["id"]  # fmt: skip
         done = wait_status(client, short_id, {"done"}, timeout=30)
         running = client.get(f"/v1/jobs/{long_id}", headers=auth(TOKEN_A)).json()
-        # The short job finished while the 24-page one, submitted first, was still at work.
+        # The short job finished while the 60-page one, submitted first, was still at work.
         assert running["status"] == "running", (done, running)
-        assert running["pages"]["done"] < 24
+        assert running["pages"]["done"] < 60
         cancelled = client.post(f"/v1/jobs/{long_id}/cancel", headers=auth(TOKEN_A)).json()
         assert cancelled["status"] == "cancelled"
         time.sleep(1.5)

@@ -27,7 +27,6 @@ from ocrflow.render.raster import fit_longest_side
 #: Pages and a word each must give when read upright (None: read upside down here).
 PAGES = {
     "images/tesseract__phototest.tif": "quick",
-    "images/ocrmypdf__linn.png": "LinnSequencer",
     "images/tesseract__eurotext.tif": "quick",
     "images/tesseract__phototest-rotated-180.png": None,
 }
