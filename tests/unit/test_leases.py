@@ -56,6 +56,20 @@ def test_dead_local_owner_does_not_block(tmp_path: Path) -> None:
     assert LeaseManager(store, f"{socket.gethostname()}:1:z").claim("item") is not None
 
 
+def test_a_dead_local_owners_lease_is_not_active(tmp_path: Path) -> None:
+    """A worker killed after committing an item but before giving up its lease leaves the
+    lease behind (nobody claims a done item again): ``ocrflow status`` must not list it."""
+    store = LocalStore(tmp_path)
+    ghost = LeaseManager(store, f"{socket.gethostname()}:999999999:x", ttl_s=300)
+    living = LeaseManager(store, f"{socket.gethostname()}:{os.getpid()}:y", ttl_s=300)
+    remote = LeaseManager(store, "remote-host:999999999:r", ttl_s=300)
+    assert ghost.claim("done-item") is not None
+    assert living.claim("item") is not None
+    assert remote.claim("remote-item") is not None  # another host: only expiry ends it
+    owners = sorted(str(a["owner"]) for a in living.active())
+    assert owners == sorted([living.owner, remote.owner])
+
+
 def test_one_winner_among_racing_claims(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
     winners: list[str] = []

@@ -161,13 +161,15 @@ class LeaseManager:
             lease.released = True
 
     def active(self) -> list[dict[str, object]]:
-        """Leases that have not expired: who works on what right now."""
-        now = time.time()
+        """Leases that still hold: who works on what right now. Not an expired one, nor one
+        of a process of this host that no longer runs (a worker killed between committing
+        an item and giving up its lease leaves that lease behind, and nobody claims a done
+        item again to clear it)."""
         found = []
         for key in self.store.list(LEASES_DIR):
             blob = self.store.read_bytes(key)
             record = _holder(blob)
-            if record is not None and record.expires > now:
+            if record is not None and _live(record):
                 item = key.rsplit("/", 1)[-1].removesuffix(".json")
                 found.append({"item": item, **record.model_dump()})
         return found
