@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -27,8 +28,27 @@ ALLOW_VARIABLE = "OCRFLOW_ALLOW_SKIP"
 TAG = re.compile(r"\[needs (\w+)\]")
 
 REPO = Path(__file__).resolve().parents[1]
-# Resolved: inputs are recorded by their real path, and tests compare against them.
-CORPUS = (REPO.parent / "shared" / "corpus").resolve()
+
+
+def _corpus() -> Path:
+    """``../shared/corpus`` beside the repository; in a clone of a local checkout (``git
+    clone . /tmp/fresh``), the one beside that checkout, found through the clone's origin.
+    Resolved: inputs are recorded by their real path, and tests compare against them."""
+    beside = REPO.parent / "shared" / "corpus"
+    if beside.is_dir():
+        return beside.resolve()
+    origin = subprocess.run(
+        ["git", "-C", str(REPO), "config", "--get", "remote.origin.url"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip()  # fmt: skip
+    if origin and Path(origin).is_dir():
+        cloned_from = Path(origin).resolve().parent / "shared" / "corpus"
+        if cloned_from.is_dir():
+            return cloned_from.resolve()
+    return beside.resolve()
+
+
+CORPUS = _corpus()
 CACHE = Path(os.environ.get("OCRFLOW_CACHE", "~/.cache/ocrflow")).expanduser()
 VLLM_VENV = CACHE / "vllm-cpu"
 TINY_VLM = CACHE / "tiny-vlm"

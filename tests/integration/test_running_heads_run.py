@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from tests.needs import CORPUS as SHARED_CORPUS
+
 from .cli_helpers import ocrflow
 
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "pdfs"
+CORPUS = SHARED_CORPUS / "pdfs"
 REDBOOK = CORPUS / "docling__redp5110_sampled.pdf"
 PAPER = CORPUS / "pdfjs__tracemonkey.pdf"
 FURNITURE = {"page_header", "page_footer"}

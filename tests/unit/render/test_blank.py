@@ -12,9 +12,10 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from ocrflow.render.blank import is_blank_image
+from tests.needs import CORPUS as SHARED_CORPUS
 from tests.needs import need_corpus_file
 
-CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
+CORPUS = SHARED_CORPUS
 WIDTH, HEIGHT = 996, 1288  # a letter page rendered at 1288 px on its long side
 WHITE = (255, 255, 255)
 YELLOWED = (235, 225, 190)

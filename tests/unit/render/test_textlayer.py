@@ -19,10 +19,11 @@ from ocrflow.render.textlayer import (
     score_text_layer,
 )
 from ocrflow.render.textstats import measure_ocr_noise, measure_text
+from tests.needs import CORPUS as SHARED_CORPUS
 from tests.needs import need_corpus_file
 from tests.pdfwords import pdf_from_objects
 
-CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus" / "pdfs"
+CORPUS = SHARED_CORPUS / "pdfs"
 
 
 def layer(text: str, **signals: float) -> TextLayer:
