@@ -7,9 +7,12 @@ configuration loader (0.95 s a run) are never imported."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 import cv2
 import numpy as np
@@ -22,6 +25,7 @@ from ocrflow.engines.ppocr_charset import (
     needs_whole_recogniser,
 )
 from ocrflow.engines.ppocr_det import db_quads, detector_input
+from ocrflow.engines.ppocr_dethead import quarter_resolution_head
 from ocrflow.engines.ppocr_lines import (
     CtcDecoder,
     best_classes,
@@ -35,8 +39,9 @@ from ocrflow.errors import EngineError
 logger = logging.getLogger(__name__)
 
 #: The longest lines of a page, read first by the whole recogniser: when any holds a
-#: character of another script, the whole recogniser reads the page.
-PROBE_LINES = 6
+#: character of another script, the whole recogniser reads the page. Two find a page of
+#: another script at once; a page that slips past them is caught by its doubtful lines.
+PROBE_LINES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +102,9 @@ class PpocrModels:
             tasks.append("rec-alphabetic")
 
         def session(task: str) -> Session | None:
-            edit = alphabetic_model if task == "rec-alphabetic" else None
-            try:
+            edit = _EDITS.get(task) if backend == "openvino" else None
+
+            def opened(edit: Callable[[Any], Any] | None) -> Session:
                 return open_session(
                     files[task[:3]],
                     backend=backend,
@@ -107,12 +113,16 @@ class PpocrModels:
                     task=task[:3],
                     edit=edit,
                 )
+
+            try:
+                return opened(edit)
             except ValueError as exc:
                 if edit is None:
                     raise
-                # Another recogniser than the one measured: read every line with it whole.
-                logger.warning("no alphabetic recogniser: %s", exc)
-                return None
+                # Another model than the one measured: run it as it is (the alphabetic
+                # recogniser is then left out: every line is read by the whole one).
+                logger.warning("%s model left as it is: %s", task, exc)
+                return None if task == "rec-alphabetic" else opened(None)
 
         try:
             # The runtimes compile without the GIL: the models load faster side by side.
@@ -172,31 +182,49 @@ class PpocrModels:
     ) -> list[tuple[str, float]]:
         """The page's longest lines by the whole recogniser: when any holds a character the
         alphabetic recogniser cannot say, the rest too. Else the rest by the alphabetic one,
-        and each line it is unsure of again by the whole one, whose reading is kept when it
-        holds such characters."""
+        and each line it is unsure of again by the whole one; when one of those holds such
+        characters, the page has another script after all and every line is read whole."""
         order = sorted(range(len(lines)), key=lambda i: line_length(lines[i]), reverse=True)
         probe, rest = order[:PROBE_LINES], order[PROBE_LINES:]
-        results = dict(
-            zip(probe, self.recognizer.read([lines[i] for i in probe], self.rec_batch), strict=True)
-        )
-        other_script = not all(is_alphabetic(c) for text, _ in results.values() for c in text)
-        model = self.recognizer if other_script else alphabetic
-        results.update(zip(rest, model.read([lines[i] for i in rest], self.rec_batch), strict=True))
-        doubtful = [
-            i
-            for i in rest
-            if not other_script and needs_whole_recogniser(*results[i], line_length(lines[i]))
-        ]
-        if doubtful:
-            again = self.recognizer.read([lines[i] for i in doubtful], self.rec_batch)
-            for index, (text, score) in zip(doubtful, again, strict=True):
-                if not all(map(is_alphabetic, text)):
-                    results[index] = (text, score)
+        results = self._read(self.recognizer, lines, probe)
+        if not _all_alphabetic(results.values()):
+            results.update(self._read(self.recognizer, lines, rest))
+            return [results[i] for i in range(len(lines))]
+        results.update(self._read(alphabetic, lines, rest))
+        doubtful = [i for i in rest if needs_whole_recogniser(*results[i], line_length(lines[i]))]
+        again = self._read(self.recognizer, lines, doubtful)
+        if not _all_alphabetic(again.values()):
+            # A confident alphabetic reading may have dropped another script's characters
+            # silently (read as CTC blanks): only the whole recogniser can tell.
+            sure = [i for i in rest if i not in again]
+            results.update(again)
+            results.update(self._read(self.recognizer, lines, sure))
         return [results[i] for i in range(len(lines))]
+
+    def _read(
+        self, model: LineModel, lines: list[np.ndarray], chosen: list[int]
+    ) -> dict[int, tuple[str, float]]:
+        """``model``'s reading of the ``chosen`` lines, by index."""
+        if not chosen:
+            return {}
+        readings = model.read([lines[i] for i in chosen], self.rec_batch)
+        return dict(zip(chosen, readings, strict=True))
 
     def mean_score(self, crops: list[np.ndarray], margin: float) -> float:
         """Mean recogniser confidence over ``crops``."""
         return float(np.mean(self.read_lines(crops, margin)[1]))
+
+
+#: How OpenVINO's models are rewritten before they are compiled (same arithmetic or, for
+#: the alphabetic recogniser, fewer classes): task -> edit of the model read from the file.
+_EDITS: Mapping[str, Callable[[Any], Any]] = MappingProxyType(
+    {"det": quarter_resolution_head, "rec-alphabetic": alphabetic_model}
+)
+
+
+def _all_alphabetic(readings: Iterable[tuple[str, float]]) -> bool:
+    """Whether every character of these readings is one the alphabetic recogniser knows."""
+    return all(is_alphabetic(c) for text, _ in readings for c in text)
 
 
 def bundled_model_files() -> dict[str, Path]:

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 from pydantic import ValidationError
 
-from ocrflow.engines import detsize, embedded, ppocr_det, ppocr_lines, runtime
+from ocrflow.engines import detsize, embedded, ppocr, ppocr_det, ppocr_lines, runtime
 from ocrflow.engines.embedded import EmbeddedEngine, EmbeddedOptions, default_threads
 from ocrflow.engines.ppocr import bundled_model_files
 from ocrflow.errors import ConfigError
@@ -49,6 +49,8 @@ def test_default_options_are_pinned() -> None:
     )
     # The detector's input: the text at 13 px, never under 1024 px (detsize.py).
     assert (detsize.MIN_SIDE, detsize.PROBE_SIDE, detsize.MIN_COMPONENTS) == (1024, 1024, 20)
+    # The whole recogniser reads a page's 2 longest lines first (ppocr.py).
+    assert ppocr.PROBE_LINES == 2
 
 
 def test_models_are_the_wheels_own_files() -> None:
@@ -132,7 +134,13 @@ def test_the_openvino_backend_gives_each_parallel_page_a_compiled_model() -> Non
     if models.alphabetic is not None:
         sessions += (models.alphabetic.session,)
     widths = (None, None, runtime.rec_width_bucket, runtime.rec_width_bucket)
-    for session, bucket in zip(sessions, widths, strict=False):
+    # OpenVINO compiles edited graphs: the detector's head at a quarter of the resolution
+    # (ppocr_dethead.py), the recogniser cut down to alphabetic scripts (ppocr_charset.py).
+    names = ("det-quarter-head", None, None, "rec-alphabetic")
+    for session, bucket, name in zip(sessions, widths, names, strict=False):
+        if name is not None:
+            assert isinstance(session, runtime.OpenVinoSession)
+            assert session._model.get_friendly_name() == name
         assert isinstance(session, runtime.OpenVinoSession)
         assert (session._slots, session._widths) == (2, bucket)
         request = session._borrow()

@@ -69,30 +69,40 @@ def _read(corpus: Path, name: str, charset: str) -> str:
     return EmbeddedEngine(threads=1, backend="openvino", charset=charset).recognize(page).text
 
 
+def _counting(engine: EmbeddedEngine) -> dict[str, list[int]]:
+    """Count the lines each recogniser of ``engine`` reads (their input widths)."""
+    models = engine._loaded()
+    assert models.alphabetic is not None
+    widths: dict[str, list[int]] = {"whole": [], "alphabetic": []}
+
+    class Counting:
+        def __init__(self, session: runtime.Session, calls: list[int]) -> None:
+            self.session, self.calls = session, calls
+
+        def __call__(self, inputs: np.ndarray, reduce: runtime.Reduce) -> object:
+            self.calls.extend([inputs.shape[-1]] * inputs.shape[0])
+            return self.session(inputs, reduce)
+
+        def metadata(self, key: str) -> str | None:
+            return self.session.metadata(key)
+
+    for name, model in (("whole", models.recognizer), ("alphabetic", models.alphabetic)):
+        object.__setattr__(model, "session", Counting(model.session, widths[name]))
+    return widths
+
+
 @needs_openvino
 def test_a_latin_page_reads_the_same_with_the_alphabetic_recogniser(corpus: Path) -> None:
     engine = EmbeddedEngine(threads=1, backend="openvino")
     assert engine.options.charset == "auto"
-    models = engine._loaded()
-    assert models.alphabetic is not None
-    # Count the cut-down model's calls: the page must really be read by it.
-    widths: list[int] = []
-    cut = models.alphabetic.session
-
-    class Counting:
-        def __call__(self, inputs: np.ndarray, reduce: runtime.Reduce) -> object:
-            widths.append(inputs.shape[-1])
-            return cut(inputs, reduce)
-
-        def metadata(self, key: str) -> str | None:
-            return cut.metadata(key)
-
-    object.__setattr__(models.alphabetic, "session", Counting())
+    widths = _counting(engine)
     with Image.open(corpus / "images" / "tesseract__phototest.tif") as image:
         page = fit_longest_side(image.convert("RGB"), 1288)
     text = engine.recognize(page).text
-    # phototest has 8 lines: the 6 longest go to the whole model, the rest to the cut one.
-    assert len(widths) >= 2
+    # phototest has 8 lines, all sure: the 2 longest go to the whole model, the rest to the
+    # cut one, and nothing is read twice.
+    assert (len(widths["whole"]), len(widths["alphabetic"])) == (2, 6)
+    assert min(widths["whole"]) >= max(widths["alphabetic"])
     assert text == _read(corpus, "tesseract__phototest.tif", "all")
 
 
@@ -128,7 +138,8 @@ def test_a_recogniser_of_another_shape_is_read_whole(
     with pytest.raises(ValueError, match="not Softmax"):
         reduced_model(detector, [0, 1])
     # A recogniser the cut does not fit leaves the engine on the whole one.
-    monkeypatch.setattr(ppocr, "alphabetic_model", lambda model: reduced_model(detector, [0]))
+    cut = {"rec-alphabetic": lambda model: reduced_model(detector, [0])}
+    monkeypatch.setattr(ppocr, "_EDITS", {**ppocr._EDITS, **cut})
     engine = EmbeddedEngine(threads=1, backend="openvino")
     with Image.open(corpus / "images" / "tesseract__phototest.tif") as image:
         text = engine.recognize(image).text
@@ -150,6 +161,7 @@ def test_mixed_script_lines_of_an_alphabetic_page_keep_their_cjk(corpus: Path) -
     engine = EmbeddedEngine(threads=1, backend="openvino")
     models = engine._loaded()
     assert models.alphabetic is not None
+    widths = _counting(engine)
 
     def crops(image: Image.Image) -> list[np.ndarray]:
         bgr = np.ascontiguousarray(np.asarray(image.convert("RGB"))[:, :, ::-1])
@@ -178,5 +190,12 @@ def test_mixed_script_lines_of_an_alphabetic_page_keep_their_cjk(corpus: Path) -
     cut = models.alphabetic.read(mixed, 1)
     pairs = zip(mixed, cut, strict=True)
     assert any(text != whole[id(c)][0] and score >= RECHECK_SCORE for c, (text, score) in pairs)
+    widths["whole"].clear()
+    widths["alphabetic"].clear()
     texts, _ = models.read_lines(english + mixed, 0.0)
     assert list(texts[len(english) :]) == [whole[id(crop)][0] for crop in mixed]
+    # The 2 longest lines (English) go to the whole model, the rest to the cut one; the
+    # mixed lines, read again whole, hold CJK: the cut model may have dropped such
+    # characters from a line it was sure of, so every line is read by the whole one.
+    lines = len(english) + len(mixed)
+    assert (len(widths["whole"]), len(widths["alphabetic"])) == (lines, lines - 2)
