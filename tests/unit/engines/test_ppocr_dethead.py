@@ -79,7 +79,8 @@ def test_a_model_of_another_shape_is_left_as_it_is(
     monkeypatch.setattr(ppocr, "_EDITS", {**ppocr._EDITS, "det": refuse})
     engine = EmbeddedEngine(threads=1, backend="openvino")
     page = corpus / "images" / "tesseract__phototest.tif"
-    with caplog.at_level(logging.WARNING, logger="ocrflow.engines.ppocr"), Image.open(page) as image:
+    logs = caplog.at_level(logging.WARNING, logger="ocrflow.engines.ppocr")
+    with logs, Image.open(page) as image:
         text = engine.recognize(image).text
     assert "det model left as it is" in caplog.text
     assert engine._models is not None
