@@ -15,7 +15,6 @@ import ctypes
 import importlib.util
 import math
 import os
-import queue
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -201,16 +200,17 @@ class OpenVinoSession:
         self._slots = max(1, slots)
         self._widths = widths
         self._reset()
+        self._built = 1
         self._give_back(self._build())  # compile now: a broken model fails at load
 
     def _reset(self) -> None:
-        if hasattr(self, "_free"):
+        if hasattr(self, "_idle"):
             # A forked child: the parent's models must never be freed here, their
             # destructor joins threads the child does not have (std::system_error, abort).
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(self._free))
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(self._idle))
         self._pid = os.getpid()
-        self._lock = threading.Lock()
-        self._free: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._returned = threading.Condition()
+        self._idle: list[_CompiledCopy] = []
         self._built = 0
 
     def metadata(self, key: str) -> str | None:
@@ -218,27 +218,38 @@ class OpenVinoSession:
         information under "framework")."""
         return openvino_metadata(self._model, key)
 
-    def _build(self) -> Any:
+    def _build(self) -> _CompiledCopy:
         compiled = self._core.compile_model(self._model, "CPU", self._config)
-        request = compiled.create_infer_request()
-        self._built += 1
-        return request
+        return _CompiledCopy(compiled.create_infer_request())
 
-    def _give_back(self, request: Any) -> None:
-        self._free.put(request)
+    def _give_back(self, copy: _CompiledCopy) -> None:
+        with self._returned:
+            self._idle.append(copy)
+            self._returned.notify()
 
-    def _borrow(self) -> Any:
+    def _borrow(self, shape: tuple[int, ...]) -> _CompiledCopy:
+        """An idle compiled copy, one that has already run ``shape`` if there is one:
+        OpenVINO prepares kernels and memory for each new input shape in each copy (a new
+        page size costs the detector about 70 ms, a new line width the recogniser 20-30)."""
         if os.getpid() != self._pid:
             # Before taking the lock: a parent thread may have held it at the fork.
             self._reset()
-        with self._lock:
-            try:
-                return self._free.get_nowait()
-            except queue.Empty:
-                if self._built < self._slots:
-                    return self._build()
-            free = self._free
-        return free.get()
+        with self._returned:
+            while not self._idle and self._built >= self._slots:
+                self._returned.wait()
+            if self._idle:
+                ready = [copy for copy in self._idle if shape in copy.shapes]
+                chosen = ready[0] if ready else self._idle[0]
+                self._idle.remove(chosen)
+                return chosen
+            self._built += 1
+        try:
+            return self._build()  # outside the lock: copies come back meanwhile
+        except BaseException:
+            with self._returned:
+                self._built -= 1
+                self._returned.notify()
+            raise
 
     @property
     def compiled_models(self) -> int:
@@ -250,12 +261,30 @@ class OpenVinoSession:
         since the output tensor's memory is reused by the next call."""
         if self._widths is not None:
             inputs = pad_width(inputs, self._widths(inputs.shape[-1]))
-        request = self._borrow()
+        copy = self._borrow(inputs.shape)
         try:
-            request.infer([inputs])
-            return reduce(request.get_output_tensor(0).data)
+            copy.request.infer([inputs])
+            copy.ran(inputs.shape)
+            return reduce(copy.request.get_output_tensor(0).data)
         finally:
-            self._give_back(request)
+            self._give_back(copy)
+
+
+class _CompiledCopy:
+    """A compiled copy of a model with its infer request, and the input shapes it has run
+    (no more than OpenVINO's kernel cache keeps, ``RUNTIME_CACHE_CAPACITY``)."""
+
+    __slots__ = ("request", "shapes")
+
+    def __init__(self, request: Any) -> None:
+        self.request = request
+        self.shapes: set[tuple[int, ...]] = set()
+
+    def ran(self, shape: tuple[int, ...]) -> None:
+        """Note that ``shape`` ran: its kernels are prepared in this copy."""
+        if len(self.shapes) >= RUNTIME_CACHE_CAPACITY:
+            self.shapes.clear()  # the cache evicts its oldest kernels from here on
+        self.shapes.add(shape)
 
 
 def rec_width_bucket(width: int) -> int:

@@ -75,7 +75,7 @@ def test_a_model_lent_out_at_the_fork_does_not_block_the_child() -> None:
     session = runtime.OpenVinoSession(bundled_model_files()["rec"], 1, slots=1)
     line = _line(96, 1)
     expected = session(line)
-    held = session._borrow()  # a parent thread is mid-page when the fork happens
+    held = session._borrow(line.shape)  # a parent thread is mid-page at the fork
     try:
         assert _in_child(lambda: np.array_equal(session(line), expected)) == 0
     finally:
@@ -106,6 +106,22 @@ def test_threads_sharing_a_session_get_their_own_results() -> None:
     assert failures == []
     # Four threads, but never more compiled models than pages read at once.
     assert 1 <= session.compiled_models <= 2
+
+
+def test_a_shape_goes_back_to_the_copy_that_has_run_it() -> None:
+    """Each compiled copy prepares kernels and memory for every new input shape: an idle
+    copy that has run the shape already is lent first, so the other does not prepare it."""
+    session = runtime.OpenVinoSession(bundled_model_files()["rec"], 1, slots=2)
+    narrow, wide = _line(96, 1), _line(320, 2)
+    copies = [session._borrow(narrow.shape), session._borrow(narrow.shape)]  # build both
+    for copy in copies:
+        session._give_back(copy)
+    expected = {96: session(narrow), 320: session(wide)}
+    for _ in range(3):
+        assert np.array_equal(session(wide), expected[320])
+        assert np.array_equal(session(narrow), expected[96])
+    assert session.compiled_models == 2
+    assert [sum(line.shape in copy.shapes for copy in copies) for line in (narrow, wide)] == [1, 1]
 
 
 def test_recogniser_widths_are_padded_to_a_few_shapes() -> None:
