@@ -12,8 +12,9 @@ reading order, an insert is a run of blocks lying between two blocks of one colu
 - ``below`` is not a new paragraph in the same column: its first line is not indented and
   its type is the column's size;
 - each insert block is set off from the column: set in from its left edge (centred or
-  indented), or in smaller type. A heading is neither: it starts at the column's edge, in
-  type as large or larger, and begins what follows it.
+  indented), in smaller type, or a few lines right under a figure's gap (``FIGURE_GAP``)
+  that do not go on mid-sentence. A heading is none of these: it starts at the column's
+  edge, in type as large or larger, and begins what follows it.
 
 The run is moved after ``below``, the paragraph it interrupted. An insert of at most
 ``CAPTION_LINES`` lines, in smaller type or under a wide gap (the figure it captions), is a
@@ -71,6 +72,8 @@ def _insert_run(blocks: Sequence[TextBlock], i: int) -> int | None:
     for end in range(i + 1, min(len(blocks), i + 5)):
         below = blocks[end]
         if _same_column(above, below) and _continues(above, below):
+            if end == i + 1 and end + 1 < len(blocks) and _captions_figure(below, above):
+                continue  # right under the figure: its caption, in the column's type
             run = blocks[i + 1 : end]
             if run and all(_is_insert(block, above, below) for block in run):
                 return end
@@ -101,10 +104,27 @@ def _is_insert(block: TextBlock, above: TextBlock, below: TextBlock) -> bool:
     if not (inside and overlaps):
         return False
     # Set in from the column's left edge, or in smaller type: a heading is neither (it
-    # starts at the edge, in type as large or larger), and it starts what follows.
+    # starts at the edge, in type as large or larger), and it starts what follows. A few
+    # lines of the column's type under a figure's gap are its caption.
     indented = block.x0 - left > INDENT * above.height
     smaller = block.height * SAME_SIZE < above.height
-    return indented or smaller
+    return indented or smaller or _under_figure(block, above)
+
+
+def _captions_figure(block: TextBlock, above: TextBlock) -> bool:
+    """A caption under a figure, not the interrupted text going on after some other
+    insert's gap: that starts mid-sentence, in lower case."""
+    text = block.lines[0].text.lstrip()
+    return _under_figure(block, above) and not (text and text[0].islower())
+
+
+def _under_figure(block: TextBlock, above: TextBlock) -> bool:
+    """A few lines, not in larger type, under a figure's gap after ``above``."""
+    return (
+        len(block.lines) <= CAPTION_LINES
+        and block.height <= SAME_SIZE * above.height
+        and block.y0 - above.y1 >= FIGURE_GAP * above.height
+    )
 
 
 def _role(block: TextBlock, above: TextBlock) -> str:

@@ -39,7 +39,7 @@ from ocrflow.engines.boxes import TextBlock, TextBox
 from ocrflow.engines.inserts import set_inserts_aside
 from ocrflow.engines.skew import deskew
 from ocrflow.engines.tables import find_tables
-from ocrflow.engines.xycut import BODY, labelled_regions
+from ocrflow.engines.xycut import BODY, INSERT, labelled_regions
 
 __all__ = ["Paragraph", "TextBlock", "TextBox", "deskew", "laid_out", "layout_text", "with_tables"]
 
@@ -204,11 +204,15 @@ def laid_out(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> lis
     if reading_order != "columns":
         raise ValueError(f"reading_order is 'columns' or 'blocks', not {reading_order!r}")
     level = deskew([b for b in boxes if b.text.strip()])
-    return [
-        paragraph
-        for role, region in labelled_regions(with_tables(level))
-        for paragraph in _region_paragraphs(region, role)
-    ]
+    regions = labelled_regions(with_tables(level))
+    found: list[Paragraph] = []
+    for index, (role, region) in enumerate(regions):
+        after = regions[index + 1] if index + 1 < len(regions) else None
+        if role == INSERT and index > 0 and regions[index - 1][0] == BODY:
+            continue  # placed inside the column before it, below
+        quote = after[1] if role == BODY and after is not None and after[0] == INSERT else []
+        found += _region_paragraphs(region, role, quote)
+    return found
 
 
 def paragraphs_in_order(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> list[str]:
@@ -221,16 +225,27 @@ def layout_text(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> 
     return "\n\n".join(paragraphs_in_order(boxes, reading_order=reading_order))
 
 
-def _region_paragraphs(region: Sequence[TextBox], role: str) -> list[Paragraph]:
+def _region_paragraphs(
+    region: Sequence[TextBox], role: str, quote: Sequence[TextBox] = ()
+) -> list[Paragraph]:
     """Paragraphs of one region: its lines in blocks, each table a block of its own, inserts
-    (captions, pull quotes: ``inserts.py``) after the paragraph they interrupt."""
+    (captions, pull quotes: ``inserts.py``) after the paragraph they interrupt. ``quote``
+    is a pull quote across this column and the next (``xycut.INSERT``): it goes after the
+    first block under it, where this column's interrupted paragraph goes on."""
     tables = [TextBlock.of([box]) for box in region if box.kind == "table"]
     lines = [box for box in region if box.kind != "table"]
     ordered = order_blocks(group_blocks(lines) + tables)
     if role != BODY:
         return _paragraphs(ordered, role)
+    placed = set_inserts_aside(ordered)
+    if quote:
+        aside = order_blocks(group_blocks(quote))
+        bottom = max(box.y1 for box in quote)
+        under = [k for k, (block, _) in enumerate(placed) if block.y0 >= bottom - block.height]
+        at = under[0] + 1 if under else len(placed)
+        placed[at:at] = [(block, INSERT) for block in aside]
     found: list[Paragraph] = []
-    for block, insert in set_inserts_aside(ordered):
+    for block, insert in placed:
         found += _paragraphs([block], insert or role)
     return found
 

@@ -12,10 +12,11 @@
    both sides, belong to the same multi-column section, unless a gap of ``max_join``
    text heights (a figure) parts them; a full-width title or paragraph shares no gutter
    and stands alone. A short band across the columns that go on under it (the same
-   columns above and below, each column above ending in a full line, the band set in
-   from their left edge and in other type or narrower: a pull quote) does not cut them:
-   the columns are read down past it, and it becomes an ``INSERT`` region read after the
-   first column.
+   columns above and below, each column above ending in a full line, the band in other
+   type or narrower, and set in from their left edge or with every column under it
+   going on mid-sentence: a pull quote) does not cut them: the columns are read down
+   past it, and it becomes an ``INSERT`` region after the first column, which the layout
+   reads after the paragraph it interrupts (``layout._region_paragraphs``).
 3. **Columns.** A section is cut at every vertical gap of ``gutter`` text heights that no
    line crosses, and each column is cut again from step 2 (nested columns, side boxes).
 
@@ -94,7 +95,7 @@ _FOLIO = re.compile(
 
 #: The role of a region: the running header, the body, or the running footer.
 HEADER, BODY, FOOTER = "header", "body", "footer"
-#: ... or a pull quote across the columns, read after the first one (``inserts.INSERT``).
+#: ... or a pull quote across the columns, after the first one (``inserts.INSERT``).
 INSERT = "insert"
 
 
@@ -224,9 +225,19 @@ def _spans_columns(
     other = not (height / options.insert_size < size < height * options.insert_size)
     left, right = min(b.x0 for b in above + below), max(b.x1 for b in above + below)
     narrower = _x1(insert) - _x0(insert) < 0.85 * (right - left)
-    # A heading across the columns starts at their left edge; a pull quote is set in.
+    # A heading across the columns starts at their left edge; a pull quote is set in, or
+    # else the columns under it go on mid-sentence (a heading starts something new).
     inset = _x0(insert) - left > height
-    return inset and (other or narrower)
+    resumed = all(_resumes_sentence(column) for column in _columns(below, gutter))
+    return (inset or resumed) and (other or narrower)
+
+
+def _resumes_sentence(column: list[B]) -> bool:
+    """Whether the column's first line goes on with a sentence begun above: it starts with
+    a lower-case letter (where the boxes carry their text)."""
+    first = min(column, key=lambda b: (b.y0, b.x0))
+    text = str(getattr(first, "text", "")).lstrip()
+    return bool(text) and text[0].islower()
 
 
 def _ends_full(column: list[B], height: float) -> bool:

@@ -71,6 +71,49 @@ def test_a_title_between_two_articles_still_cuts_the_columns() -> None:
     assert order == ["La", "Ra", "Title", "Le", "Re"]
 
 
+def flush_quote_page(below: list[str]) -> list[TextBox]:
+    """Two columns under a pull quote in large type set flush with their left edge (no
+    inset tells it from a title), the left column's paragraph going on under it with the
+    ``below`` lines, then a new paragraph."""
+    left_top = lines(100, 580, 100, ["La", "Lb", "Lc", "Ld"], last_short=False)
+    right_top = lines(620, 1100, 100, ["Ra", "Rb", "Rc", "Rd"], last_short=False)
+    quote = [line(110, 260, 950, "Quote-one", 36), line(110, 305, 950, "Quote-two", 36)]
+    left_bottom = lines(100, 580, 380, below, last_short=True)
+    left_next = lines(100, 580, 380 + 3 * LEADING + 20, ["Lx", "Ly"], last_short=True)
+    right = [{"l": "r", "L": "R"}[w[0]] + w[1:] for w in below]
+    right_bottom = lines(620, 1100, 380, right, last_short=True)
+    return right_bottom + quote + left_top + right_top + left_bottom + left_next
+
+
+def test_a_flush_pull_quote_does_not_cut_columns_that_go_on_mid_sentence() -> None:
+    paragraphs = laid_out(flush_quote_page(["le", "lf", "lg"]))
+    flat = [word for p in paragraphs for word in p.text.split("\n")]
+    # Each column read down past the quote; the quote after the paragraph it interrupts
+    # (its second half, "le"), before the column's next paragraph.
+    assert flat.index("Ld") < flat.index("le") < flat.index("Quote-one") < flat.index("Lx")
+    assert flat.index("Lx") < flat.index("Ra") < flat.index("Rd") < flat.index("re")
+    quote = next(p for p in paragraphs if "Quote-one" in p.text)
+    assert quote.region == INSERT
+
+
+def test_a_flush_band_over_columns_that_start_afresh_still_cuts_them() -> None:
+    """The same page with capitals under the band: new paragraphs, as under a title."""
+    order = texts(flush_quote_page(["Le", "Lf", "Lg"]))
+    assert order == ["La", "Ra", "Quote-one", "Le", "Lx", "Re"]
+
+
+def test_a_caption_in_the_columns_type_under_a_figure_follows_the_paragraph() -> None:
+    """A caption set like the text, flush left, right under a figure's gap: read after the
+    paragraph the figure interrupts."""
+    above = lines(100, 700, 100, ["Aa", "Ab", "Ac"], last_short=False)
+    caption = [line(100, 500, 600, "Fig.-2-the-pier")]
+    below = lines(100, 700, 560, ["ba", "bb", "bc"], last_short=True)
+    after = lines(100, 700, 670, ["Ca", "Cb"], last_short=True)
+    paragraphs = laid_out(after + caption + below + above)
+    assert [p.text.split()[0] for p in paragraphs] == ["Aa", "ba", "Fig.-2-the-pier", "Ca"]
+    assert paragraphs[2].region == CAPTION
+
+
 def caption_page() -> list[TextBox]:
     """One column: a paragraph broken by a figure, its caption in small type under it, and
     the paragraph going on below."""
