@@ -14,7 +14,10 @@ reading order, an insert is a run of blocks lying between two blocks of one colu
 - each insert block is set off from the column: set in from its left edge (centred or
   indented), in smaller type, or a few lines right under a figure's gap (``FIGURE_GAP``)
   that do not go on mid-sentence. A heading is none of these: it starts at the column's
-  edge, in type as large or larger, and begins what follows it.
+  edge, in type as large or larger, and begins what follows it. When ``below`` goes on
+  mid-sentence (its first letter is lower case), whatever lies between the two halves is
+  set aside, as it cannot be part of the sentence (a boxed note set flush, in the
+  column's type).
 
 The run is moved after ``below``, the paragraph it interrupted. An insert of at most
 ``CAPTION_LINES`` lines, in smaller type or under a wide gap (the figure it captions), is a
@@ -42,6 +45,8 @@ SAME_SIZE = 1.2
 SAME_COLUMN = 0.8
 #: An insert starts this many text heights in from the column's left edge.
 INDENT = 1.0
+#: At most this many blocks lie between a paragraph's halves when it goes on mid-sentence.
+RESUMED_RUN = 2
 
 
 def set_inserts_aside(blocks: Sequence[TextBlock]) -> list[tuple[TextBlock, str | None]]:
@@ -69,15 +74,25 @@ def _insert_run(blocks: Sequence[TextBlock], i: int) -> int | None:
     above = blocks[i]
     if len(above.lines) < 2 or not _runs_on(above):
         return None
-    for end in range(i + 1, min(len(blocks), i + 5)):
-        below = blocks[end]
-        if _same_column(above, below) and _continues(above, below):
-            if end == i + 1 and end + 1 < len(blocks) and _captions_figure(below, above):
-                continue  # right under the figure: its caption, in the column's type
-            run = blocks[i + 1 : end]
-            if run and all(_is_insert(block, above, below) for block in run):
-                return end
-            return None
+    goes_on = [
+        end
+        for end in range(i + 1, min(len(blocks), i + 5))
+        if _same_column(above, blocks[end]) and _continues(above, blocks[end])
+    ]
+    # The sentence goes on, in lower case, past a block or two set off a little: those
+    # cannot be part of it (a boxed note in the column's type, nearly flush).
+    resumed = next((end for end in goes_on if _starts_mid_sentence(blocks[end])), None)
+    if resumed is not None and 1 <= resumed - i - 1 <= RESUMED_RUN:
+        below = blocks[resumed]
+        if all(_is_insert(block, above, below, True) for block in blocks[i + 1 : resumed]):
+            return resumed
+    for end in goes_on:
+        if end == i + 1 and end + 1 < len(blocks) and _captions_figure(blocks[end], above):
+            continue  # right under the figure: its caption, in the column's type
+        run = blocks[i + 1 : end]
+        if run and all(_is_insert(block, above, blocks[end], False) for block in run):
+            return end
+        return None
     return None
 
 
@@ -97,12 +112,20 @@ def _continues(above: TextBlock, below: TextBlock) -> bool:
     return same_size and first.x0 - above.x0 <= INDENT * first.text_height
 
 
-def _is_insert(block: TextBlock, above: TextBlock, below: TextBlock) -> bool:
+def _is_insert(block: TextBlock, above: TextBlock, below: TextBlock, resumed: bool) -> bool:
+    """Whether ``block`` is set aside from the paragraph ``above`` / ``below``, which goes
+    on mid-sentence in ``below`` when ``resumed``: then nothing between its halves is part
+    of it (a boxed note in the column's type, set flush)."""
     left, right = min(above.x0, below.x0), max(above.x1, below.x1)
     inside = block.y0 >= above.y1 - above.height and block.y1 <= below.y0 + below.height
     overlaps = min(block.x1, right) - max(block.x0, left) > 0
     if not (inside and overlaps):
         return False
+    if resumed:
+        # Set off at all: a little indented, in other type or under a gap.
+        inset = block.x0 - left > 0.5 * above.height
+        other = max(block.height, above.height) > 1.1 * min(block.height, above.height)
+        return inset or other or block.y0 - above.y1 > 1.5 * above.height
     # Set in from the column's left edge, or in smaller type: a heading is neither (it
     # starts at the edge, in type as large or larger), and it starts what follows. A few
     # lines of the column's type under a figure's gap are its caption.
@@ -113,9 +136,14 @@ def _is_insert(block: TextBlock, above: TextBlock, below: TextBlock) -> bool:
 
 def _captions_figure(block: TextBlock, above: TextBlock) -> bool:
     """A caption under a figure, not the interrupted text going on after some other
-    insert's gap: that starts mid-sentence, in lower case."""
+    insert's gap: that starts mid-sentence."""
+    return _under_figure(block, above) and not _starts_mid_sentence(block)
+
+
+def _starts_mid_sentence(block: TextBlock) -> bool:
+    """Whether ``block`` starts with a lower-case letter: it goes on with a sentence."""
     text = block.lines[0].text.lstrip()
-    return _under_figure(block, above) and not (text and text[0].islower())
+    return bool(text) and text[0].islower()
 
 
 def _under_figure(block: TextBlock, above: TextBlock) -> bool:

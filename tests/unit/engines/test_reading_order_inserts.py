@@ -114,6 +114,27 @@ def test_a_caption_in_the_columns_type_under_a_figure_follows_the_paragraph() ->
     assert paragraphs[2].region == CAPTION
 
 
+def test_a_boxed_note_between_the_halves_of_a_sentence_follows_the_paragraph() -> None:
+    """A note in a box, nearly flush (its padding) and in nearly the column's type: the
+    paragraph goes on under it mid-sentence, so the note is not part of it."""
+    above = lines(100, 700, 100, ["Aa", "Ab", "Ac"], last_short=False)
+    note = [line(118, 230, 600, "Note-one", 18), line(118, 256, 560, "Note-two", 18)]
+    below = lines(100, 700, 320, ["goes-on", "bb"], last_short=True)
+    after = lines(100, 700, 400, ["Ca", "Cb"], last_short=True)
+    paragraphs = laid_out(after + note + below + above)
+    assert [p.text.split()[0] for p in paragraphs] == ["Aa", "goes-on", "Note-one", "Ca"]
+
+
+def test_paragraphs_set_like_the_column_are_never_moved() -> None:
+    """A paragraph in the column's type, flush and a paragraph gap down, between a full
+    last line and a block that starts in lower case: it is text, it stays where it is."""
+    above = lines(100, 700, 100, ["Aa", "Ab", "Ac"], last_short=False)
+    middle = lines(100, 700, 100 + 3 * LEADING + 12, ["Ba", "Bb", "Bc"], last_short=False)
+    below = lines(100, 700, 100 + 6 * LEADING + 24, ["and-so", "cb"], last_short=True)
+    order = texts(below + middle + above)
+    assert order == ["Aa", "Ba", "and-so"]
+
+
 def caption_page() -> list[TextBox]:
     """One column: a paragraph broken by a figure, its caption in small type under it, and
     the paragraph going on below."""
