@@ -10,7 +10,7 @@ therefore one 1×1 convolution (to the 4 × C channels of the half-resolution ma
 of them), the ReLU, and one 1×1 convolution to the 16 pixels of each 4×4 block, all at a
 quarter of the resolution, then a depth-to-space of block 4. The arithmetic is the same (in
 f32 the two graphs give identical maps); the convolutions now run like the rest of the
-network (bf16 where the CPU has it), and the page takes about four fifths of the time.
+network (bf16 where the CPU has it), and the detector takes about four fifths of its time.
 """
 
 from __future__ import annotations
