@@ -84,3 +84,10 @@ class TextBlock:
     def cy(self) -> float:
         """Vertical centre."""
         return (self.y0 + self.y1) / 2
+
+
+def starts_mid_sentence(text: str) -> bool:
+    """Whether a line's ``text`` goes on with a sentence begun above it: its first letter is
+    lower case (scripts without case never do)."""
+    stripped = text.lstrip()
+    return bool(stripped) and stripped[0].islower()

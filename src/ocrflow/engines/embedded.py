@@ -50,7 +50,7 @@ from ocrflow.engines.geometry import (
 )
 from ocrflow.engines.layout import TextBox, laid_out
 from ocrflow.engines.runtime import resolve_backend
-from ocrflow.errors import EngineError, EngineRejected
+from ocrflow.errors import ConfigError, EngineError, EngineRejected
 from ocrflow.types import Block, EngineReply, PageImage, PageRequest
 
 if TYPE_CHECKING:
@@ -65,6 +65,8 @@ logger = logging.getLogger(__name__)
 CLASSIFY_LINES = 12
 SUSPECT_SHARE = 0.3
 CONFIRM_LINES = 6
+#: ``EmbeddedOptions.charset`` values.
+CHARSETS = ("auto", "all")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,10 @@ class EmbeddedOptions:
     #: scripts (``ppocr_charset.py``: 17 % less CPU a Latin page, the same text), and by
     #: the whole one where that is unsure; "all": by the whole one only.
     charset: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.charset not in CHARSETS:
+            raise ConfigError(f"embedded charset {self.charset!r} is not 'auto' or 'all'")
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ocrflow.engines.boxes import TextBlock
+from ocrflow.engines.boxes import TextBlock, starts_mid_sentence
 
 #: Roles of a set-aside block (``layout.Paragraph.region``).
 CAPTION, INSERT = "caption", "insert"
@@ -141,22 +141,20 @@ def _captions_figure(block: TextBlock, above: TextBlock) -> bool:
 
 
 def _starts_mid_sentence(block: TextBlock) -> bool:
-    """Whether ``block`` starts with a lower-case letter: it goes on with a sentence."""
-    text = block.lines[0].text.lstrip()
-    return bool(text) and text[0].islower()
+    return starts_mid_sentence(block.lines[0].text)
 
 
 def _under_figure(block: TextBlock, above: TextBlock) -> bool:
     """A few lines, not in larger type, under a figure's gap after ``above``."""
-    return (
-        len(block.lines) <= CAPTION_LINES
-        and block.height <= SAME_SIZE * above.height
-        and block.y0 - above.y1 >= FIGURE_GAP * above.height
-    )
+    short = len(block.lines) <= CAPTION_LINES
+    return short and block.height <= SAME_SIZE * above.height and _figure_gap(block, above)
+
+
+def _figure_gap(block: TextBlock, above: TextBlock) -> bool:
+    return block.y0 - above.y1 >= FIGURE_GAP * above.height
 
 
 def _role(block: TextBlock, above: TextBlock) -> str:
     smaller = block.height < SMALLER * above.height
-    under_figure = block.y0 - above.y1 >= FIGURE_GAP * above.height
     short = len(block.lines) <= CAPTION_LINES
-    return CAPTION if short and (smaller or under_figure) else INSERT
+    return CAPTION if short and (smaller or _figure_gap(block, above)) else INSERT

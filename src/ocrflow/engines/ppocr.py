@@ -104,14 +104,14 @@ class PpocrModels:
         def session(task: str) -> Session | None:
             edit = _EDITS.get(task) if backend == "openvino" else None
 
-            def opened(edit: Callable[[Any], Any] | None) -> Session:
+            def opened(change: Callable[[Any], Any] | None) -> Session:
                 return open_session(
                     files[task[:3]],
                     backend=backend,
                     threads=threads,
                     streams=streams,
                     task=task[:3],
-                    edit=edit,
+                    edit=change,
                 )
 
             try:
@@ -274,6 +274,6 @@ def rotated_crop(bgr: np.ndarray, quad: np.ndarray) -> np.ndarray:
 
 
 def last_line(exc: Exception) -> str:
-    """The last line of an error message (rapidocr wraps whole tracebacks in its errors)."""
+    """The last line of an error message (the runtimes can put whole tracebacks in theirs)."""
     lines = [line for line in str(exc).splitlines() if line.strip()]
     return f"{type(exc).__name__}: {lines[-1][:300] if lines else ''}"

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Protocol, TypeVar
 
+from ocrflow.engines.boxes import starts_mid_sentence
+
 
 class Box(Protocol):
     """What the cut needs of a box (``layout.TextBox`` has it). Read-only: a frozen
@@ -233,11 +235,10 @@ def _spans_columns(
 
 
 def _resumes_sentence(column: list[B]) -> bool:
-    """Whether the column's first line goes on with a sentence begun above: it starts with
-    a lower-case letter (where the boxes carry their text)."""
+    """Whether the column's first line goes on with a sentence begun above (where the boxes
+    carry their text)."""
     first = min(column, key=lambda b: (b.y0, b.x0))
-    text = str(getattr(first, "text", "")).lstrip()
-    return bool(text) and text[0].islower()
+    return starts_mid_sentence(str(getattr(first, "text", "")))
 
 
 def _ends_full(column: list[B], height: float) -> bool:

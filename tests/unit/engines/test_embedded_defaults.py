@@ -138,10 +138,9 @@ def test_the_openvino_backend_gives_each_parallel_page_a_compiled_model() -> Non
     # (ppocr_dethead.py), the recogniser cut down to alphabetic scripts (ppocr_charset.py).
     names = ("det-quarter-head", None, None, "rec-alphabetic")
     for session, bucket, name in zip(sessions, widths, names, strict=False):
-        if name is not None:
-            assert isinstance(session, runtime.OpenVinoSession)
-            assert session._model.get_friendly_name() == name
         assert isinstance(session, runtime.OpenVinoSession)
+        if name is not None:
+            assert session._model.get_friendly_name() == name
         assert (session._slots, session._widths) == (2, bucket)
         copy = session._borrow((1,))
         compiled = copy.request.get_compiled_model()
@@ -184,3 +183,6 @@ def test_auto_is_the_default_runtime_and_the_flag_reaches_the_engine() -> None:
     assert build_engine(build_run_config(["in"], "out").engine).options.charset == "auto"
     with pytest.raises(ValidationError, match="'auto' or 'all'"):
         build_run_config(["in"], "out", embedded_charset="latin")
+    # The Python API refuses it too, instead of reading every line whole.
+    with pytest.raises(ConfigError, match="'auto' or 'all'"):
+        EmbeddedEngine(charset="latin")
