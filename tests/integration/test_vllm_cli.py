@@ -151,8 +151,13 @@ def test_run_with_managed_vllm_survives_a_crash(corpus: Path, tmp_path: Path) ->
     # whole batch can end between two polls of /metrics: ocrflow's own "ready" is the
     # trigger that cannot be missed.
     assert ready.wait(400), "ocrflow never logged its server ready"
-    _wait_running(server, 20)
-    server.kill()
+    # Not longer: the tiny model decodes about 1,000 tokens/s, and a batch that ends before
+    # the kill has the server stopped by ocrflow itself (seen once in CI, waiting 20 s).
+    _wait_running(server, 3)
+    try:
+        server.kill()
+    except psutil.NoSuchProcess:
+        pytest.fail("the server was gone before the kill: the batch ended first")
     assert proc.stdout is not None
     stdout = proc.stdout.read()
     proc.wait(timeout=60)
