@@ -55,6 +55,33 @@ def _exit_at_once(signum: int, _frame: object) -> None:
     os._exit(signum)
 
 
+def _start_fork_server() -> None:
+    """Start the fork server with Ctrl-C ignored, when called from the main thread.
+
+    A terminal's Ctrl-C reaches the whole process group. The fork server ignores SIGINT
+    only once its imports are done (the whole CLI, a second or more), so a Ctrl-C in the
+    first seconds of a run printed its KeyboardInterrupt traceback on the user's stderr
+    (seen in CI). An ignored signal stays ignored across exec, and Python keeps it so.
+    Meanwhile SIGINT is blocked here, not dropped: a Ctrl-C in that window reaches the
+    run's own handler as soon as it is restored. Elsewhere pebble starts the server on
+    first use, as before (only the main thread may set a handler).
+    """
+    from multiprocessing import forkserver
+
+    handler = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or handler is None:
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            forkserver.ensure_running()
+        finally:
+            signal.signal(signal.SIGINT, handler)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 class RenderPool:
     """Owns the worker processes; ``async`` methods are safe to call from one event loop."""
 
@@ -66,6 +93,7 @@ class RenderPool:
         # imports it before its first job, the whole CLI, ~1.3 s on a 16-core GPU host) and
         # PDFium and Pillow once, instead of each worker importing them again.
         context.set_forkserver_preload(["__main__", render_pages.__module__])
+        _start_fork_server()
         self._pool = ProcessPool(
             max_workers=workers,
             max_tasks=500,  # recycle workers now and then: PDFium keeps caches

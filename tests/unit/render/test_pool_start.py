@@ -4,6 +4,9 @@ once): jobs sent meanwhile wait for them, and a pool closed while starting stops
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -59,3 +62,42 @@ def test_a_pool_closed_while_it_starts_stops_cleanly() -> None:
     pool.close()  # at once: its start may still be running in its thread
     assert time.monotonic() - started < 30
     assert _gone(_workers(pool))
+
+
+#: A program that sends the fork server a Ctrl-C the moment it exists, while it imports
+#: the render modules (as a terminal does to the whole process group when a user presses
+#: Ctrl-C in a run's first second), then renders with the pool.
+_CTRL_C_EARLY = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys, time
+    from multiprocessing import forkserver
+
+    from ocrflow.render.jobs import ProbeJob
+    from ocrflow.render.pool import RenderPool
+
+    async def main() -> None:
+        pool = RenderPool(1, page_timeout_s=30, memory_mb=2048)
+        server = forkserver._forkserver
+        end = time.monotonic() + 30
+        while server._forkserver_pid is None and time.monotonic() < end:
+            time.sleep(0.001)
+        os.kill(server._forkserver_pid, signal.SIGINT)
+        probe = await pool.probe(ProbeJob(sys.argv[1], "pdf"))
+        await asyncio.to_thread(pool.close)
+        print("pages", probe.page_count)
+
+    if __name__ == "__main__":
+        asyncio.run(main())
+    """
+)
+
+
+def test_a_ctrl_c_while_the_fork_server_imports_leaves_no_traceback(tmp_path: Path) -> None:
+    pdf = _pdf(tmp_path / "two.pdf", 2)
+    program = tmp_path / "early_ctrl_c.py"
+    program.write_text(_CTRL_C_EARLY)
+    done = subprocess.run(
+        [sys.executable, str(program), str(pdf)], capture_output=True, text=True, timeout=120
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 0 and done.stdout.split() == ["pages", "2"], done.stderr
