@@ -55,7 +55,7 @@ from ocrflow.types import Block, EngineReply, PageImage, PageRequest
 
 if TYPE_CHECKING:
     # Imported on first use: the models' steps bring OpenCV and the runtimes.
-    from ocrflow.engines.ppocr import PpocrModels
+    from ocrflow.engines.ppocr import PageLines, PpocrModels
 
 logger = logging.getLogger(__name__)
 
@@ -243,13 +243,14 @@ def _read_page(models: PpocrModels, bgr: np.ndarray, options: EmbeddedOptions) -
     if options.detect_rotation and is_sideways(quads):
         quads = turn_quads_quarter(quads, bgr.shape[0])
         bgr, rotation = np.ascontiguousarray(np.rot90(bgr, k=-1)), 90
-    crops = [models.crop(bgr, quad) for quad in quads]
-    if options.detect_rotation and _is_upside_down(models, crops, options.line_margin):
-        crops = [_turn_half(crop) for crop in crops]
+    page = models.page_lines([models.crop(bgr, quad) for quad in quads], options.line_margin)
+    turned = _turned_if_upside_down(models, page) if options.detect_rotation else None
+    if turned is not None:
+        page = turned
         quads = turn_quads_half(quads, bgr.shape[1], bgr.shape[0])
         rotation += 180
     clock.lap("classify")
-    texts, scores = models.read_lines(crops, options.line_margin)
+    texts, scores = models.read_page(page)
     clock.lap("recognize")
     boxes = tuple(
         TextBox.from_quad(quad, text, score)
@@ -300,21 +301,20 @@ def _detect_lines(models: PpocrModels, bgr: np.ndarray, options: EmbeddedOptions
     return quads
 
 
-def _is_upside_down(models: PpocrModels, crops: list[np.ndarray], margin: float) -> bool:
-    """Ask the line classifier about the longest lines; when a fair share of their text
-    reads as 180°, let the recogniser decide: the page is upside down when it is surer of
-    the turned lines. The classifier alone misreads tiny print, old type and some scripts
-    (it squeezes a whole line into 48 × 192 px); the recogniser's confidence does not."""
-    longest = sorted(crops, key=line_length, reverse=True)
-    if models.upside_down_share(longest[:CLASSIFY_LINES]) < SUSPECT_SHARE:
-        return False
+def _turned_if_upside_down(models: PpocrModels, page: PageLines) -> PageLines | None:
+    """``page``'s lines turned 180° when the page is upside down, else None. The line
+    classifier is asked about the longest lines; when a fair share of their text reads as
+    180°, the recogniser decides: the page is upside down when it is surer of the turned
+    lines. The classifier alone misreads tiny print, old type and some scripts (it squeezes
+    a whole line into 48 × 192 px); the recogniser's confidence does not. The readings are
+    kept: the lines read here are not read again."""
+    crops = page.crops
+    longest = sorted(range(len(crops)), key=lambda i: line_length(crops[i]), reverse=True)
+    if models.upside_down_share([crops[i] for i in longest[:CLASSIFY_LINES]]) < SUSPECT_SHARE:
+        return None
     probe = longest[:CONFIRM_LINES]
-    turned = models.mean_score([_turn_half(c) for c in probe], margin)
-    return turned > models.mean_score(probe, margin)
-
-
-def _turn_half(crop: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(crop[::-1, ::-1])
+    turned = page.turned()
+    return turned if models.mean_score(turned, probe) > models.mean_score(page, probe) else None
 
 
 def decode_page_image(image: PageImage) -> np.ndarray:

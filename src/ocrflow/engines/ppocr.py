@@ -164,55 +164,88 @@ class PpocrModels:
         flipped = np.array([label == "180" for label in labels])
         return float(lengths[flipped].sum() / lengths.sum())
 
+    def page_lines(self, crops: list[np.ndarray], margin: float) -> PageLines:
+        """``crops`` as the recogniser reads them, with ``margin``; none read yet."""
+        return PageLines(crops, margin)
+
     def read_lines(
         self, crops: list[np.ndarray], margin: float
     ) -> tuple[tuple[str, ...], tuple[float, ...]]:
         """Text and confidence of each crop, read with ``margin`` (see ``_with_margin``),
         by the alphabetic recogniser first when there is one (``_read_alphabetic_first``)."""
-        lines = [_with_margin(c, margin) for c in crops]
-        if self.alphabetic is None:
-            results = self.recognizer.read(lines, self.rec_batch)
-        else:
-            results = self._read_alphabetic_first(self.alphabetic, lines)
-        texts, scores = zip(*results, strict=True) if results else ((), ())
+        return self.read_page(PageLines(crops, margin))
+
+    def read_page(self, page: PageLines) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """Text and confidence of each of ``page``'s lines (see ``read_lines``); lines
+        already read by a recogniser are not read by it again."""
+        results = self._readings(page, list(range(len(page.lines))))
+        texts, scores = zip(*results.values(), strict=True) if results else ((), ())
         return tuple(texts), tuple(scores)
 
+    def mean_score(self, page: PageLines, chosen: list[int]) -> float:
+        """Mean confidence of ``page``'s ``chosen`` lines, read as the page would be."""
+        return float(np.mean([score for _, score in self._readings(page, chosen).values()]))
+
+    def _readings(self, page: PageLines, chosen: list[int]) -> dict[int, tuple[str, float]]:
+        """The ``chosen`` lines' readings in their order."""
+        if self.alphabetic is None:
+            results = page.read(self.recognizer, chosen, self.rec_batch)
+        else:
+            results = self._read_alphabetic_first(self.alphabetic, page, chosen)
+        return {i: results[i] for i in chosen}
+
     def _read_alphabetic_first(
-        self, alphabetic: LineModel, lines: list[np.ndarray]
-    ) -> list[tuple[str, float]]:
-        """The page's longest lines by the whole recogniser: when any holds a character the
+        self, alphabetic: LineModel, page: PageLines, chosen: list[int]
+    ) -> dict[int, tuple[str, float]]:
+        """The longest lines by the whole recogniser: when any holds a character the
         alphabetic recogniser cannot say, the rest too. Else the rest by the alphabetic one,
         and each line it is unsure of again by the whole one; when one of those holds such
         characters, the page has another script after all and every line is read whole."""
-        order = sorted(range(len(lines)), key=lambda i: line_length(lines[i]), reverse=True)
+        lines, batch = page.lines, self.rec_batch
+        order = sorted(chosen, key=lambda i: line_length(lines[i]), reverse=True)
         probe, rest = order[:PROBE_LINES], order[PROBE_LINES:]
-        results = self._read(self.recognizer, lines, probe)
+        results = page.read(self.recognizer, probe, batch)
         if not _all_alphabetic(results.values()):
-            results.update(self._read(self.recognizer, lines, rest))
-            return [results[i] for i in range(len(lines))]
-        results.update(self._read(alphabetic, lines, rest))
+            return results | page.read(self.recognizer, rest, batch)
+        results.update(page.read(alphabetic, rest, batch))
         doubtful = [i for i in rest if needs_whole_recogniser(*results[i], line_length(lines[i]))]
-        again = self._read(self.recognizer, lines, doubtful)
+        again = page.read(self.recognizer, doubtful, batch)
         if not _all_alphabetic(again.values()):
             # A confident alphabetic reading may have dropped another script's characters
             # silently (read as CTC blanks): only the whole recogniser can tell.
             sure = [i for i in rest if i not in again]
             results.update(again)
-            results.update(self._read(self.recognizer, lines, sure))
-        return [results[i] for i in range(len(lines))]
+            results.update(page.read(self.recognizer, sure, batch))
+        return results
 
-    def _read(
-        self, model: LineModel, lines: list[np.ndarray], chosen: list[int]
-    ) -> dict[int, tuple[str, float]]:
-        """``model``'s reading of the ``chosen`` lines, by index."""
-        if not chosen:
-            return {}
-        readings = model.read([lines[i] for i in chosen], self.rec_batch)
-        return dict(zip(chosen, readings, strict=True))
 
-    def mean_score(self, crops: list[np.ndarray], margin: float) -> float:
-        """Mean recogniser confidence over ``crops``."""
-        return float(np.mean(self.read_lines(crops, margin)[1]))
+class PageLines:
+    """One page's line crops, as the recogniser reads them (with ``margin``), and what each
+    recogniser has read of them so far: no line is read twice by one model (the page's
+    orientation check reads its longest lines before the page is read)."""
+
+    def __init__(self, crops: list[np.ndarray], margin: float) -> None:
+        self.crops = crops
+        self.margin = margin
+        self.lines = [_with_margin(c, margin) for c in crops]
+        self._readings: dict[tuple[LineModel, int], tuple[str, float]] = {}
+
+    def turned(self) -> PageLines:
+        """The same lines turned 180°, none read yet."""
+        return PageLines([turn_half(crop) for crop in self.crops], self.margin)
+
+    def read(self, model: LineModel, chosen: list[int], batch: int) -> dict[int, tuple[str, float]]:
+        """``model``'s reading of the ``chosen`` lines, by index; each line is read once."""
+        new = [i for i in chosen if (model, i) not in self._readings]
+        if new:
+            readings = model.read([self.lines[i] for i in new], batch)
+            self._readings.update(((model, i), r) for i, r in zip(new, readings, strict=True))
+        return {i: self._readings[model, i] for i in chosen}
+
+
+def turn_half(crop: np.ndarray) -> np.ndarray:
+    """``crop`` turned 180°."""
+    return np.ascontiguousarray(crop[::-1, ::-1])
 
 
 #: How OpenVINO's models are rewritten before they are compiled (same arithmetic or, for

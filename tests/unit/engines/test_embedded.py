@@ -9,6 +9,7 @@ import sys
 import threading
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pypdfium2 as pdfium
 import pytest
@@ -131,6 +132,28 @@ def test_rotated_scans_are_read_upright(
         result = engine.recognize(fit(image))
     assert result.rotation == rotation
     assert cer(result.text, phototest_truth) < MAX_PHOTOTEST_CER
+
+
+def test_lines_read_to_check_a_turn_are_not_read_again(
+    engine: EmbeddedEngine, corpus: Path, phototest_truth: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ocrflow.engines import ppocr
+
+    reads: Counter[tuple[int, tuple[int, ...], bytes]] = Counter()
+    read = ppocr.LineModel.read
+
+    def counting(model: ppocr.LineModel, lines: list[Any], batch: int) -> Any:
+        reads.update((id(model), line.shape, line.tobytes()) for line in lines)
+        return read(model, lines, batch)
+
+    monkeypatch.setattr(ppocr.LineModel, "read", counting)
+    with Image.open(corpus / "images" / "tesseract__phototest-rotated-180.png") as image:
+        result = engine.recognize(fit(image))
+    assert result.rotation == 180
+    assert cer(result.text, phototest_truth) < MAX_PHOTOTEST_CER
+    # The check read the longest lines both ways; the page's reading reused them.
+    assert len(reads) > len(result.boxes)
+    assert max(reads.values()) == 1
 
 
 def test_a_page_turned_clockwise_needs_270(
