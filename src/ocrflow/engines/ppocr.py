@@ -168,16 +168,10 @@ class PpocrModels:
         """``crops`` as the recogniser reads them, with ``margin``; none read yet."""
         return PageLines(crops, margin)
 
-    def read_lines(
-        self, crops: list[np.ndarray], margin: float
-    ) -> tuple[tuple[str, ...], tuple[float, ...]]:
-        """Text and confidence of each crop, read with ``margin`` (see ``_with_margin``),
-        by the alphabetic recogniser first when there is one (``_read_alphabetic_first``)."""
-        return self.read_page(PageLines(crops, margin))
-
     def read_page(self, page: PageLines) -> tuple[tuple[str, ...], tuple[float, ...]]:
-        """Text and confidence of each of ``page``'s lines (see ``read_lines``); lines
-        already read by a recogniser are not read by it again."""
+        """Text and confidence of each of ``page``'s lines, by the alphabetic recogniser
+        first when there is one (``_read_alphabetic_first``); lines already read by a
+        recogniser are not read by it again."""
         results = self._readings(page, list(range(len(page.lines))))
         texts, scores = zip(*results.values(), strict=True) if results else ((), ())
         return tuple(texts), tuple(scores)

@@ -192,7 +192,7 @@ def test_mixed_script_lines_of_an_alphabetic_page_keep_their_cjk(corpus: Path) -
     assert any(text != whole[id(c)][0] and score >= RECHECK_SCORE for c, (text, score) in pairs)
     widths["whole"].clear()
     widths["alphabetic"].clear()
-    texts, _ = models.read_lines(english + mixed, 0.0)
+    texts, _ = models.read_page(models.page_lines(english + mixed, 0.0))
     assert list(texts[len(english) :]) == [whole[id(crop)][0] for crop in mixed]
     # The 2 longest lines (English) go to the whole model, the rest to the cut one; the
     # mixed lines, read again whole, hold CJK: the cut model may have dropped such

@@ -95,7 +95,7 @@ def test_boxes_and_texts_equal_rapidocrs(
     assert (share > 0.5) == (PAGES[name] is None)
     # Texts and confidences of every line, with and without a margin of background.
     reference_read = recognizer(TextRecInput(img=crops))
-    texts, scores = ours.read_lines(crops, 0.0)
+    texts, scores = ours.read_page(ours.page_lines(crops, 0.0))
     assert texts == tuple(reference_read.txts)
     assert scores == tuple(float(s) for s in reference_read.scores)
     if PAGES[name] is not None:
