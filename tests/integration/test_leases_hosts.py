@@ -9,6 +9,7 @@ fault holds a page for as long as a test needs the item to stay in progress.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import signal
@@ -115,6 +116,46 @@ def _held_by(out: Path, holder: subprocess.Popen[str], count: int) -> dict[str, 
     return _leases(out)
 
 
+def _stop_outside_lease_locks(holder: subprocess.Popen[str], out: Path) -> None:
+    """SIGSTOP the holder's process group, but not in the middle of renewing a lease.
+
+    A process stopped while it holds a lease's lock keeps that lease its own until it goes
+    on (others give up waiting and pass the item by: ``LocalStore.write_if_match``); the
+    test is about a worker paused between renewals, so it stops the holder again until no
+    lock is held.
+    """
+    for _ in range(100):
+        os.killpg(holder.pid, signal.SIGSTOP)
+        _wait_until(lambda: _all_threads_stopped(holder.pid), "the holder to stop")
+        if not any(_lock_taken(lock) for lock in (out / LEASES_DIR).glob("*.lock")):
+            return
+        os.killpg(holder.pid, signal.SIGCONT)
+        time.sleep(0.01)
+    pytest.fail("the holder was always inside a lease lock")
+
+
+def _all_threads_stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` has stopped (a signal is delivered, not yet obeyed,
+    when ``kill`` returns)."""
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            if stat.read_text().rsplit(") ", 1)[1][0] != "T":
+                return False
+        except FileNotFoundError:
+            continue  # a thread that has just ended
+    return True
+
+
+def _lock_taken(path: Path) -> bool:
+    with open(path, "a+b") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return False
+
+
 def _check_each_document_once(out: Path, count: int) -> None:
     records = results(out)
     names = sorted(r["metadata"]["source_path"] for r in records)
@@ -206,7 +247,7 @@ def test_worker_paused_past_its_ttl_drops_the_items_it_lost(tmp_path: Path) -> N
             _wait_until(
                 lambda: server.stats()["outcomes"].get("slow", 0) >= count, "pages in flight"
             )
-            os.killpg(holder.pid, signal.SIGSTOP)
+            _stop_outside_lease_locks(holder, out)
             server.set_faults(slow=0)
             expiry = max(r["expires"] for r in _leases(out).values())
             time.sleep(max(0.0, expiry - time.time()) + 0.2)

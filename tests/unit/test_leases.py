@@ -3,7 +3,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -198,3 +201,48 @@ def test_release_wins_over_a_late_renewal(tmp_path: Path) -> None:
     alice.release(lease)
     assert not alice.renew(lease)  # a heartbeat finishing late must not bring it back
     assert store.read_bytes(lease.key) is None
+
+
+def test_a_process_stopped_inside_a_lease_lock_stops_nobody(tmp_path: Path) -> None:
+    """A worker frozen while it holds a lease's lock (SIGSTOP, a paused container) must not
+    freeze the others: past the wait, the lease counts as someone else's, and nobody writes
+    over it; once the frozen process goes on, the lease can be taken again."""
+    store = LocalStore(tmp_path, lock_wait_s=0.5)
+    alice = LeaseManager(store, "remote-host:1:a", ttl_s=0.2)
+    bob = LeaseManager(store, "remote-host:2:b", ttl_s=30)
+    lease = alice.claim("item")
+    assert lease is not None
+    before = store.read_bytes(lease.key)
+    lock = Path(store.url(lease.key) + ".lock")
+    frozen = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_AND_STOP, str(lock)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert frozen.stdout is not None and frozen.stdout.readline() == "locked\n"
+        _wait_stopped(frozen.pid)
+        time.sleep(0.3)  # alice's lease has expired
+        start = time.monotonic()
+        assert bob.claim("item") is None
+        assert not alice.renew(lease) and lease.lost
+        assert time.monotonic() - start < 5
+        assert store.read_bytes(lease.key) == before
+    finally:
+        os.kill(frozen.pid, signal.SIGCONT)
+        frozen.wait(timeout=30)
+    assert bob.claim("item") is not None
+
+
+_HOLD_AND_STOP = """
+import fcntl, os, signal, sys
+handle = open(sys.argv[1], "a+b")
+fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+print("locked", flush=True)
+os.kill(os.getpid(), signal.SIGSTOP)
+"""
+
+
+def _wait_stopped(pid: int) -> None:
+    end = time.monotonic() + 30
+    while Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "T":
+        assert time.monotonic() < end, "the child never stopped"
+        time.sleep(0.01)

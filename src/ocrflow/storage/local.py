@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import secrets
 import time
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Protocol
 
 from ocrflow.errors import OutputError, WorkspaceError
+
+log = logging.getLogger(__name__)
 
 
 class Store(Protocol):
@@ -52,8 +55,9 @@ class LocalStore:
     reports it in one line. A failed write leaves no temp file and no partial object behind.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, lock_wait_s: float = 10.0) -> None:
         self.root = str(Path(root).resolve())
+        self.lock_wait_s = lock_wait_s
         # Temp files live apart from the outputs, so a write killed halfway never leaves a
         # partial file where a reader globbing results/*.jsonl would find it. The folder is
         # made on the first write: reading a run (``ocrflow status``) works on a read-only OUT.
@@ -136,13 +140,20 @@ class LocalStore:
         """Replace the object only if it still has version ``etag`` (``None``: only if absent).
 
         An exclusive ``flock`` on a sidecar lock file makes compare-and-write atomic for every
-        process on this machine (leases between local workers rely on it).
+        process on this machine (leases between local workers rely on it). A lock still taken
+        after ``lock_wait_s`` also answers ``False``: its holder is most likely a process
+        stopped inside it (SIGSTOP, a frozen container), and waiting for it would stop this
+        one too. Callers already take ``False`` as "someone else's now": a claim passes the
+        item by, a renewal gives the item up, and neither can write over the stopped writer.
         """
         if etag is None:
             return self.create_exclusive(key, data)
         path = self._path(key)
         lock = path.with_name(path.name + ".lock")
-        with output_errors(lock), _locked(lock):
+        with output_errors(lock), _locked(lock, self.lock_wait_s) as taken:
+            if not taken:
+                log.warning("%s stayed locked for %.0f s; taken as changed", path, self.lock_wait_s)
+                return False
             current = self.read_bytes(key)
             if current is None or _version(current) != etag:
                 return False
@@ -225,10 +236,22 @@ def _version(data: bytes) -> str:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def _locked(path: Path, wait_s: float) -> Iterator[bool]:
+    """Hold an exclusive ``flock`` on ``path``; yields ``False`` (holding nothing) if another
+    process kept it for ``wait_s``."""
     with open(path, "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        deadline, pause = time.monotonic() + wait_s, 0.001
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(pause)
+                pause = min(2 * pause, 0.05)
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
