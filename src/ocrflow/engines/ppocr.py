@@ -33,7 +33,7 @@ from ocrflow.engines.ppocr_lines import (
     classifier_labels,
     recognizer_input,
 )
-from ocrflow.engines.runtime import Session, open_session
+from ocrflow.engines.runtime import Session, open_session, prime_openvino
 from ocrflow.errors import EngineError
 
 logger = logging.getLogger(__name__)
@@ -125,6 +125,8 @@ class PpocrModels:
                 return None if task == "rec-alphabetic" else opened(None)
 
         try:
+            if backend == "openvino":
+                prime_openvino()
             # The runtimes compile without the GIL: the models load faster side by side.
             with ThreadPoolExecutor(len(tasks), thread_name_prefix="ppocr-load") as pool:
                 sessions = list(pool.map(session, tasks))

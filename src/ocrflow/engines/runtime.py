@@ -43,6 +43,20 @@ def openvino_installed() -> bool:
     return importlib.util.find_spec("openvino") is not None
 
 
+def prime_openvino() -> None:
+    """Make OpenVINO's first numpy conversion here, in one thread, before models are read
+    and edited side by side.
+
+    Its bindings set up their numpy bridge on first use, under a once-flag that waits for
+    the GIL; a second thread holding the GIL then waits for the flag's static: both wait
+    for ever. ``ocrflow run`` hung so about once in 50 runs, two loaders each converting a
+    model's constants (pybind11's ``gil_safe_call_once_and_store``, openvino 2026.4).
+    """
+    import openvino.opset13 as ops
+
+    ops.constant(np.zeros(1, np.float32)).get_data()
+
+
 def open_session(
     path: Path,
     *,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -160,3 +161,42 @@ def test_two_pages_at_once_read_as_each_alone(corpus: Path) -> None:
     alone, together = asyncio.run(read())
     assert "quick brown dog" in alone[0]
     assert together == alone * 2
+
+
+_CONVERT_AT_ONCE = """
+import sys, threading
+import openvino as ov
+from ocrflow.engines import runtime
+from ocrflow.engines.ppocr import bundled_model_files
+model = ov.Core().read_model(str(bundled_model_files()["det"]))
+constants = [n for n in model.get_ops() if n.get_type_name() == "Constant"][:8]
+runtime.prime_openvino()
+start = threading.Barrier(4)
+def convert(k):
+    start.wait()
+    for constant in constants[k::4]:
+        constant.get_data()
+threads = [threading.Thread(target=convert, args=(k,)) for k in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+"""
+
+
+def test_threads_converting_model_constants_at_once_never_hang() -> None:
+    """OpenVINO's bindings set their numpy bridge up on first use; threads that do so at once
+    can wait on each other for ever (``ocrflow run`` hung about once in 50 runs, its model
+    loaders side by side). ``prime_openvino`` does it first in one thread. Without it this
+    script hung in 6 of 40 fresh processes; 16 of them here, each with a deadline."""
+    hung = 0
+    for _ in range(4):
+        children = [subprocess.Popen([sys.executable, "-c", _CONVERT_AT_ONCE]) for _ in range(4)]
+        for child in children:
+            try:
+                assert child.wait(timeout=60) == 0
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+                hung += 1
+    assert hung == 0
