@@ -241,17 +241,21 @@ def _locked(path: Path, wait_s: float) -> Iterator[bool]:
     process kept it for ``wait_s``."""
     with open(path, "a+b") as handle:
         deadline, pause = time.monotonic() + wait_s, 0.001
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(pause)
-                pause = min(2 * pause, 0.05)
+        while not _try_lock(handle.fileno()):
+            if time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
         try:
             yield True
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
