@@ -228,7 +228,7 @@ def test_a_process_stopped_inside_a_lease_lock_stops_nobody(tmp_path: Path) -> N
         assert store.read_bytes(lease.key) == before
     finally:
         os.kill(frozen.pid, signal.SIGCONT)
-        frozen.wait(timeout=30)
+        frozen.communicate(timeout=30)
     assert bob.claim("item") is not None
 
 
