@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from ocrflow.types import (
     PageStatus,
     Route,
 )
-from ocrflow.workspace.state import Workspace
+from ocrflow.workspace.state import Workspace, store_write
 from tests.mounts import fill, remount, tmpfs
 
 
@@ -142,3 +144,44 @@ def test_page_checkpoints_keep_figure_crops_and_old_ones_still_load(tmp_path: Pa
     assert set(workspace.load_pages("doc")) == {3}
     workspace.clear_pages("doc")
     assert not list((tmp_path / ".ocrflow" / "pages").rglob("*.*"))
+
+
+class _GatedStore(LocalStore):
+    """A store whose writes wait for the test to let them through."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.entered, self.gate = threading.Event(), threading.Event()
+
+    def write_bytes(self, key: str, data: bytes) -> None:
+        self.entered.set()
+        assert self.gate.wait(10)
+        super().write_bytes(key, data)
+
+
+def test_a_cancelled_checkpoint_write_lands_before_the_cancellation_goes_on(
+    tmp_path: Path,
+) -> None:
+    # A worker that lost its lease is cancelled, then drops the checkpoints it wrote late:
+    # a write still in its thread at that moment would land after the cleanup and stay.
+    store = _GatedStore(tmp_path)
+    ws = Workspace(store)
+    pages = [PageResult(3, "late", Route.ENGINE)]
+
+    async def scenario() -> bool:
+        write = asyncio.create_task(store_write(ws.save_pages, "doc", pages))
+        assert await asyncio.to_thread(store.entered.wait, 10)
+        write.cancel()
+        await asyncio.sleep(0.1)
+        write.cancel()  # a second cancellation does not cut the wait short either
+        await asyncio.sleep(0.1)
+        waited = not write.done()
+        store.gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await write
+        return waited
+
+    assert asyncio.run(scenario())  # a bare store_call is done at the first cancel
+    assert {n: p.text for n, p in ws.load_pages("doc").items()} == {3: "late"}
+    ws.clear_pages("doc")  # the cleanup that follows now finds it
+    assert ws.load_pages("doc") == {}

@@ -40,7 +40,7 @@ from ocrflow.types import (
     Reason,
     Route,
 )
-from ocrflow.workspace.state import Workspace, result_from_done, store_call
+from ocrflow.workspace.state import Workspace, result_from_done, store_call, store_write
 
 CHUNK_PAGES = 8
 
@@ -314,7 +314,7 @@ class DocumentPipeline:
             results = list(await asyncio.gather(*(self._finish_page(job, r) for r in rendered)))
         finally:
             self.budget.release(len(pages))
-        await store_call(self.workspace.save_pages, job.doc_id, results)
+        await store_write(self.workspace.save_pages, job.doc_id, results)
         self.progress.pages_finished(results)
         return results
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from ocrflow.errors import EngineFailing, EngineRejected, EngineUnavailable, ParseError
 from ocrflow.recipes.base import ParsedPage, StepAnswer, StepRecipe, StepRequest
 from ocrflow.types import EngineReply, ImageSize, PageImage, PageKey, PageRequest
-from ocrflow.workspace.state import store_call
+from ocrflow.workspace.state import store_call, store_write
 
 Ask = Callable[[PageRequest], Awaitable[EngineReply]]
 
@@ -89,7 +89,7 @@ class PageSteps:
             return
         if self._saving is not None:
             await self._saving
-        await store_call(self.store.save_steps, self.key.doc_id, self.key.page, self._record())
+        await store_write(self.store.save_steps, self.key.doc_id, self.key.page, self._record())
 
     async def drain(self) -> None:
         """Wait for the coalesced saver to write the latest state."""

@@ -9,6 +9,7 @@ unfinished ones, which the next run redoes from their last checkpoint.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -51,6 +52,27 @@ async def store_call(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) ->
         return await asyncio.wait_for(asyncio.to_thread(call, *args, **kwargs), STORE_TIMEOUT_S)
     except TimeoutError as exc:
         raise OutputError(name, f"no answer within {STORE_TIMEOUT_S:.0f} s") from exc
+
+
+async def store_write(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``store_call`` for a write that a cancellation must not outrun.
+
+    A cancelled caller first waits for the write's thread to end (a thread cannot be
+    stopped; ``STORE_TIMEOUT_S`` still bounds the wait), then the cancellation goes on. So
+    whoever cleans up after cancelled work (a worker that lost its lease drops the page
+    checkpoints it wrote late) sees every write that work made, not one that lands after.
+    """
+    write = asyncio.ensure_future(store_call(call, *args, **kwargs))
+    try:
+        return await asyncio.shield(write)
+    except asyncio.CancelledError:
+        while not write.done():
+            # A second cancellation must not cut this wait short either.
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({write})
+        if not write.cancelled():
+            write.exception()  # retrieved: the cancellation is what the caller gets
+        raise
 
 
 def page_to_dict(page: PageResult) -> dict[str, Any]:
