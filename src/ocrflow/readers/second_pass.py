@@ -83,13 +83,15 @@ class SecondPass:
         again."""
         steps = steps or PageSteps(None, _NO_KEY, None)
         record: dict[str, Any] = {}
-        if self.retry_large_cap:
-            retried = await self._large_retry(hires, reply, ask, record, steps)
-            if retried is not None:
-                reply, parsed = retried
-        if self.roi_labels:
-            parsed = await self._roi(hires, reply, parsed, ask, record, steps)
-        await steps.drain()
+        try:
+            if self.retry_large_cap:
+                retried = await self._large_retry(hires, reply, ask, record, steps)
+                if retried is not None:
+                    reply, parsed = retried
+            if self.roi_labels:
+                parsed = await self._roi(hires, reply, parsed, ask, record, steps)
+        finally:
+            await steps.drain()  # cancelled too: the saves in flight land first (run_steps)
         if not record:
             return parsed
         return dataclasses.replace(parsed, attributes={**parsed.attributes, "second_pass": record})

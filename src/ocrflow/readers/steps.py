@@ -108,7 +108,7 @@ class PageSteps:
             while self._dirty:
                 self._dirty = False
                 assert self.store is not None
-                await store_call(
+                await store_write(
                     self.store.save_steps, self.key.doc_id, self.key.page, self._record()
                 )
         finally:
@@ -129,8 +129,12 @@ async def run_steps(
     wanted = await asyncio.to_thread(recipe.step_requests, page, parsed)
     todo = [step for step in wanted if step.key not in steps.answers]
     resumed = len(wanted) - len(todo)
-    answers = await asyncio.gather(*(_one_step(recipe, step, ask, steps) for step in todo))
-    await steps.drain()
+    try:
+        answers = await asyncio.gather(*(_one_step(recipe, step, ask, steps) for step in todo))
+    finally:
+        # Cancelled too (a worker that lost its lease): the saves in flight land before the
+        # cancellation goes on, so the worker's cleanup of late checkpoints sees them.
+        await steps.drain()
     by_key = {a.key: a for a in answers} | {
         k: a for k, a in steps.answers.items() if k not in {x.key for x in answers}
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import threading
 
 import pytest
 from PIL import Image
@@ -224,3 +225,43 @@ def test_steps_fail_per_block_and_resume_from_their_checkpoint() -> None:
     assert len(asked) == 3, "answered (and failed) steps are not asked again"
     assert again.markdown == done.markdown
     assert again.attributes["steps"]["resumed"] == 3
+
+
+def test_a_cancelled_page_s_step_saves_land_before_the_cancellation_goes_on() -> None:
+    # A worker that lost its lease is cancelled, then drops the checkpoints it wrote late:
+    # a coalesced save still running then would land after that cleanup and stay.
+    recipe, page, parsed = MineruRecipe(), _page(), _three_blocks()
+    entered, gate = threading.Event(), threading.Event()
+
+    class GatedStore(_Store):
+        def save_steps(self, doc_id: str, page: int, record: dict) -> None:
+            entered.set()
+            assert gate.wait(10)
+            super().save_steps(doc_id, page, record)
+
+    store = GatedStore()
+
+    async def scenario() -> bool:
+        never, asked = asyncio.Event(), []
+
+        async def ask(request: PageRequest) -> EngineReply:
+            asked.append(request)
+            if len(asked) == 1:
+                return EngineReply("the first block")  # answered: its save starts
+            await never.wait()  # the other blocks are still out when the page is cancelled
+            raise AssertionError("unreachable")
+
+        steps = PageSteps(store, PageKey("doc", 1), None)
+        running = asyncio.create_task(run_steps(recipe, page, parsed, steps, ask))
+        assert await asyncio.to_thread(entered.wait, 10)
+        running.cancel()
+        await asyncio.sleep(0.2)
+        waited = not running.done()
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        return waited
+
+    assert asyncio.run(scenario())  # the former code let the cancellation through at once
+    (record,) = store.records.values()
+    assert [a["text"] for a in record["answers"].values()] == ["the first block"]
