@@ -56,6 +56,8 @@ bench-quality: $(BIN)/ocrflow
 
 bench-textlayer: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_text_route.py
+	$(BIN)/python bench/bench_textlayer.py
+	$(BIN)/python bench/bench_blank.py
 
 bench-geometry: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_geometry.py

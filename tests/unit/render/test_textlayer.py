@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import statistics
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -395,19 +393,3 @@ def test_corpus_layers_to_reject(name: str, number: int, reason: str) -> None:
     quality = score_text_layer(_corpus_layer(name, number))
     assert not quality.ok
     assert reason in quality.reasons, quality
-
-
-def test_extraction_and_scoring_are_cheap() -> None:
-    path = CORPUS / "pdfjs__tracemonkey.pdf"
-    need_corpus_file(path)
-    doc = pdfium.PdfDocument(path)
-    timings = []
-    for index in range(len(doc)):
-        page = doc[index]
-        started = time.perf_counter()
-        score_text_layer(extract_text_layer(page))
-        timings.append(time.perf_counter() - started)
-        page.close()
-    doc.close()
-    # About 3 ms a page on a quiet machine; the bound leaves room for a busy one.
-    assert statistics.median(timings) < 0.025
