@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
+from ocrflow.cancellation import run_to_end
 from ocrflow.config.machine import usable_cpus
 from ocrflow.engines.detsize import detector_side
 from ocrflow.engines.geometry import (
@@ -149,14 +150,9 @@ class EmbeddedEngine:
         pixels = decode_page_image(request.image)
         started = time.perf_counter()
         async with self._slots:
-            work = asyncio.ensure_future(asyncio.to_thread(self.recognize_array, pixels))
-            try:
-                result = await asyncio.shield(work)
-            except asyncio.CancelledError:
-                # A thread cannot be stopped: keep its slot until it ends, so that no more
-                # than ``max_parallel`` pages are ever being read, timeouts or not.
-                await asyncio.wait([work])
-                raise
+            # A thread cannot be stopped: a cancelled read keeps its slot until it ends, so
+            # that no more than ``max_parallel`` pages are ever being read, timeouts or not.
+            result = await run_to_end(asyncio.to_thread(self.recognize_array, pixels))
         return EngineReply(
             text=result.text,
             latency_s=time.perf_counter() - started,

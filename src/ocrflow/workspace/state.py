@@ -9,13 +9,13 @@ unfinished ones, which the next run redoes from their last checkpoint.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, fields, replace
 from typing import Any, ParamSpec, TypeVar
 
+from ocrflow.cancellation import run_to_end
 from ocrflow.config import RunConfig
 from ocrflow.document import blocks_from_rows, blocks_to_rows
 from ocrflow.errors import OutputError, WorkspaceError
@@ -55,24 +55,11 @@ async def store_call(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) ->
 
 
 async def store_write(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """``store_call`` for a write that a cancellation must not outrun.
-
-    A cancelled caller first waits for the write's thread to end (a thread cannot be
-    stopped; ``STORE_TIMEOUT_S`` still bounds the wait), then the cancellation goes on. So
-    whoever cleans up after cancelled work (a worker that lost its lease drops the page
-    checkpoints it wrote late) sees every write that work made, not one that lands after.
-    """
-    write = asyncio.ensure_future(store_call(call, *args, **kwargs))
-    try:
-        return await asyncio.shield(write)
-    except asyncio.CancelledError:
-        while not write.done():
-            # A second cancellation must not cut this wait short either.
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({write})
-        if not write.cancelled():
-            write.exception()  # retrieved: the cancellation is what the caller gets
-        raise
+    """``store_call`` for a write that a cancellation must not outrun: a cancelled caller
+    first waits for the write's thread to end (``run_to_end``; ``STORE_TIMEOUT_S`` still
+    bounds the wait). So whoever cleans up after cancelled work (a worker that lost its
+    lease drops the page checkpoints it wrote late) sees every write that work made."""
+    return await run_to_end(store_call(call, *args, **kwargs))
 
 
 def page_to_dict(page: PageResult) -> dict[str, Any]:
