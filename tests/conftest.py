@@ -20,6 +20,9 @@ from tests.s3server import s3_endpoint  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Shared checks outside test modules still explain a failed assert.
+pytest.register_assert_rewrite("tests.unit.sinks.alto_hocr_helpers")
+
 sys.path.insert(0, str(REPO / "scripts"))
 
 

@@ -17,7 +17,7 @@ from lxml import etree
 
 from tests.fakevllm.process import running_server
 from tests.needs import need_tesseract
-from tests.unit.sinks.test_alto_hocr import (
+from tests.unit.sinks.alto_hocr_helpers import (
     NS,
     alto_schema,
     assert_same_words,

@@ -17,7 +17,7 @@ from ocrflow.engines.breaker import BreakerPolicy
 from ocrflow.engines.openai import OpenAIEngine
 from ocrflow.errors import EngineFailing, EngineUnavailable
 from tests.fakevllm.process import ServerHandle
-from tests.unit.engines.test_openai import MODEL, request, run, using
+from tests.unit.engines.openai_helpers import MODEL, request, run, using
 
 #: Opens after 3 failures over 0.3 s, probes every 0.3 s, gives up after 1.5 s.
 QUICK = BreakerPolicy(failures=3, window_s=0.3, probe_every_s=0.3, fail_after_s=1.5)
