@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -68,9 +69,18 @@ class Served:
 
 
 def start_serve(root: Path, *args: str, tokens: str = f"{TOKEN_A},{TOKEN_B}") -> Served:
-    """Start ``ocrflow serve --root ROOT ARGS`` on a free port; return once /health answers."""
-    port = free_port()
+    """Start ``ocrflow serve --root ROOT ARGS`` on a free port; return once /health answers.
+    A port taken between the guess and the bind (parallel test workers) is guessed again."""
     root.mkdir(parents=True, exist_ok=True)
+    for _ in range(3):
+        served = _start_serve_on(free_port(), root, args, tokens)
+        if served is not None:
+            return served
+    raise AssertionError("ocrflow serve found no free port in 3 tries")
+
+
+def _start_serve_on(port: int, root: Path, args: tuple[str, ...], tokens: str) -> Served | None:
+    """The server on ``port`` once it answers; None when another process took the port."""
     log_path = root.parent / f"serve-{port}.log"
     env = {**os.environ, "OCRFLOW_API_TOKENS": tokens}
     with log_path.open("wb") as log:
@@ -83,13 +93,31 @@ def start_serve(root: Path, *args: str, tokens: str = f"{TOKEN_A},{TOKEN_B}") ->
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            if "address already in use" in served.log().lower():
+                return None
             raise AssertionError(f"ocrflow serve exited {proc.returncode}:\n{served.log()}")
+        # Another test's server may hold the port for a while (free_port is only a guess
+        # between parallel test workers): /health counts once this process listens on it.
         with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(served.url + "/health", timeout=1).status_code == 200:
+            if listens(proc, port) and httpx.get(served.url + "/health", timeout=1).is_success:
                 return served
         time.sleep(0.1)
     served.kill()
     raise AssertionError(f"ocrflow serve did not answer in time:\n{served.log()}")
+
+
+def listens(proc: subprocess.Popen[bytes], port: int) -> bool:
+    """Whether ``proc`` or one of its children listens on ``port``."""
+    try:
+        root = psutil.Process(proc.pid)
+        family = [root, *root.children(recursive=True)]
+        return any(
+            c.status == psutil.CONN_LISTEN and c.laddr.port == port
+            for member in family
+            for c in member.net_connections("tcp")
+        )
+    except psutil.Error:  # a child that exited meanwhile: ask again
+        return False
 
 
 @contextlib.contextmanager

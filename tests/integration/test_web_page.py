@@ -8,6 +8,7 @@ The service's ``/metrics`` then shows the job's pages, its document and the job 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -20,6 +21,7 @@ import httpx
 import pytest
 
 from tests.browser import open_browser, save_screenshot
+from tests.integration.serve_helpers import listens
 from tests.needs import REPO
 
 pytestmark = pytest.mark.slow
@@ -51,12 +53,13 @@ def serve(tmp_path: Path) -> Iterator[str]:
         deadline = time.monotonic() + 60
         while True:
             assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+            # Another test's server may hold the guessed port for a while: /health counts
+            # once this process listens on it.
+            with contextlib.suppress(httpx.TransportError):
+                if listens(proc, port) and httpx.get(f"{url}/health", timeout=2).is_success:
                     break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "ocrflow serve did not start"
-                time.sleep(0.2)
+            assert time.monotonic() < deadline, "ocrflow serve did not start"
+            time.sleep(0.2)
         yield url
     finally:
         proc.terminate()
