@@ -142,6 +142,7 @@ class EmbeddedEngine:
         self.options = EmbeddedOptions(**options)
         self._models: PpocrModels | None = None
         self._load_lock = threading.Lock()
+        self._preloading: threading.Thread | None = None
         self._slots = asyncio.Semaphore(max_parallel)
         self._parallel = max_parallel
 
@@ -171,10 +172,19 @@ class EmbeddedEngine:
             with contextlib.suppress(EngineError):
                 self._loaded()
 
-        threading.Thread(target=load, name="ocrflow-embedded-load", daemon=True).start()
+        self._preloading = threading.Thread(target=load, name="ocrflow-embedded-load", daemon=True)
+        self._preloading.start()
 
     async def aclose(self) -> None:
-        """Drop the models; a later call loads them again."""
+        """Drop the models once a load in progress has ended; a later call loads them again.
+
+        A run that never needed the engine (text-layer pages only) closes it at once: a
+        process that then exits while the runtime compiles in the load thread is aborted
+        ("terminate called without an active exception"), so the load is waited for.
+        """
+        loading, self._preloading = self._preloading, None
+        if loading is not None:
+            await asyncio.to_thread(loading.join)
         with self._load_lock:
             self._models = None
 

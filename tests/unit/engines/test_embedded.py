@@ -295,3 +295,21 @@ def _white_page() -> PageRequest:
     data = Image.new("RGB", (64, 48), "white").tobytes()
     image = PageImage(data=data, encoding="raw", mode="RGB", width=64, height=48)
     return PageRequest(image=image)
+
+
+def test_closing_at_once_waits_for_the_load_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of text-layer pages closes the engine before the load thread has even taken its
+    lock (here: 0.3 s late); the close waits for the load, so that the process never exits
+    while the runtime compiles (the runtime then aborts it)."""
+    loaded = EmbeddedEngine._loaded
+
+    def late(self: EmbeddedEngine) -> Any:
+        threading.Event().wait(0.3)
+        return loaded(self)
+
+    monkeypatch.setattr(EmbeddedEngine, "_loaded", late)
+    engine = EmbeddedEngine(threads=1)
+    engine.preload()
+    asyncio.run(engine.aclose())
+    assert not [t for t in threading.enumerate() if t.name == "ocrflow-embedded-load"]
+    assert engine._models is None
