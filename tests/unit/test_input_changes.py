@@ -11,7 +11,13 @@ from ocrflow.pipeline.documents import content_hash, document_id
 from ocrflow.storage.local import LocalStore
 from ocrflow.types import DocStatus, DocumentResult
 from ocrflow.workspace.state import Workspace
-from ocrflow.workspace.workitems import Manifest, document_items, range_items, source_stamp
+from ocrflow.workspace.workitems import (
+    Manifest,
+    document_items,
+    join_item,
+    range_items,
+    source_stamp,
+)
 
 
 def _source(path: Path) -> Source:
@@ -45,10 +51,10 @@ def test_forget_split_drops_ranges_and_completion(tmp_path: Path) -> None:
     manifest = Manifest(LocalStore(tmp_path))
     parent = document_items([(Source("/in/l", "l", "pdf", 1), "l")], "fp")[0]
     ranges = manifest.split(parent, range_items(parent, "doc", (1, 2, 3), 2))
-    for item in (parent, *ranges):
+    for item in (parent, *ranges, join_item(ranges)):
         manifest.mark_item_done(item, "doc", "done")
     manifest.forget_split(parent.item_id)
-    assert manifest.done_item_ids() == set() and manifest.all_ranges() == []
+    assert manifest.done_item_ids() == set() and manifest.splits() == []
 
 
 def test_a_touched_file_is_restamped_not_forgotten(tmp_path: Path) -> None:

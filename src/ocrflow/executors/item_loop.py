@@ -32,7 +32,7 @@ from ocrflow.types import DocumentResult
 from ocrflow.workspace.leases import Lease, LeaseLost, LeaseManager, new_owner
 from ocrflow.workspace.records import DoneRecord, WorkItem
 from ocrflow.workspace.state import Workspace, result_from_done, store_call
-from ocrflow.workspace.workitems import Manifest, range_items
+from ocrflow.workspace.workitems import Manifest, join_item, range_items
 
 log = logging.getLogger("ocrflow.worker")
 
@@ -100,12 +100,7 @@ class ItemLoop:
     def pending(self) -> list[WorkItem]:
         """Items of this worker's shard not done yet, in a worker-specific order so that
         workers starting together do not all fight over the first item."""
-        done = self.manifest.done_item_ids()
-        items = [
-            i
-            for i in (*self.manifest.items(), *self.manifest.all_ranges())
-            if i.item_id not in done and self._mine(i)
-        ]
+        items = [i for i in self.manifest.open_items() if self._mine(i)]
         if len(items) > 1:
             start = self._rng.randrange(len(items))
             items = items[start:] + items[:start]
@@ -119,7 +114,10 @@ class ItemLoop:
                 continue
             record = self.manifest.item_done(item.item_id)
             doc_id = record.doc_id if record else ""
-            marker = self.workspace.done_record(doc_id) or DoneRecord(doc_id=doc_id, source="")
+            marker = self.workspace.done_record(doc_id)
+            if marker is None and record is not None and record.status == "split":
+                continue  # not assembled yet: this run counts it when its join item is done
+            marker = marker or DoneRecord(doc_id=doc_id, source="")
             result = result_from_done(marker.model_copy(update={"source": item.uri}))
             self.pipeline.progress.document_finished(item.source, result, skipped=True)
 
@@ -222,7 +220,9 @@ class ItemLoop:
             )
             job = DocumentJob(source, item.rel, doc_id, digest, path)
             try:
-                if item.is_range:
+                if item.is_join:
+                    await self._process_join(item, job, lease)
+                elif item.is_range:
                     await self._process_range(item, job, lease)
                 else:
                     await self._process_document(item, job, lease)
@@ -279,19 +279,29 @@ class ItemLoop:
         await self.pipeline.convert_pages(job, pages, opened.password)
         await self._confirm(lease)
         self.manifest.mark_item_done(item, job.doc_id, "range")
-        await self._finish_split_document(item, job, opened)
+        # Whoever completes the last range queues the join (each range is marked done
+        # before this check, so at least one worker sees them all done). A worker killed
+        # before its join leaves the join item open: every worker's next pass finds it.
+        siblings = self.manifest.ranges(item.item_id.split("@", 1)[0])
+        if all(self.manifest.item_done(s.item_id) for s in siblings):
+            self._queue.append(join_item(siblings))
+            self._wake.set()
 
-    async def _finish_split_document(
-        self, item: WorkItem, job: DocumentJob, opened: OpenedDocument
-    ) -> None:
-        """Whoever completes the last range assembles the document (each range is marked
-        done before this check, so at least one worker sees them all done)."""
-        parent_id = item.item_id.split("@", 1)[0]
-        siblings = self.manifest.ranges(parent_id)
-        finished = all(self.manifest.item_done(s.item_id) for s in siblings)
-        if finished and self.workspace.done_record(job.doc_id) is None:
+    async def _process_join(self, item: WorkItem, job: DocumentJob, lease: Lease) -> None:
+        """Assemble a split document from its ranges' page checkpoints."""
+        join_done = functools.partial(self.manifest.mark_item_done, item, job.doc_id, "done")
+        if await store_call(self.workspace.done_record, job.doc_id) is not None:
+            # Assembled already (the assembler was killed before it marked its join done).
+            await store_call(self.workspace.clear_pages, job.doc_id)
+            await store_call(join_done)
+            return
+        opened = await self.pipeline.open(job)
+        await self._confirm(lease)
+        if isinstance(opened, DocumentResult):  # the source went since its ranges were read
+            await self.pipeline.finish_failed(job, opened, then=join_done)
+        else:
             # Its ranges are done already: the document must be durable before we go on.
-            await self.pipeline.finish(job, opened, flush=True)
+            await self.pipeline.finish(job, opened, flush=True, then=join_done)
 
 
 def _document_slots(config: RunConfig) -> int:

@@ -174,9 +174,7 @@ def _done_doc_ids(workspace: Workspace) -> set[str]:
 
 
 def _work_left(workspace: Workspace) -> bool:
-    manifest = Manifest(workspace.store)
-    done = manifest.done_item_ids()
-    return any(i.item_id not in done for i in (*manifest.items(), *manifest.all_ranges()))
+    return Manifest(workspace.store).unfinished() > 0
 
 
 def _merge(tallies: list[dict[str, Any]], workspace: Workspace, before: set[str]) -> RunStats:

@@ -186,8 +186,6 @@ def _finalize_shards(workspace: Workspace) -> None:
     shard is on disk a moment before its done markers."""
     from ocrflow.sinks.parquet import finalize_shards  # pyarrow: only with --format parquet
 
-    manifest = Manifest(workspace.store)
-    done = manifest.done_item_ids()
-    finished = all(i.item_id in done for i in (*manifest.items(), *manifest.all_ranges()))
+    finished = Manifest(workspace.store).unfinished() == 0
     done_ids = workspace.done_ids() if finished else None
     finalize_shards(workspace.store, done_ids)

@@ -78,10 +78,8 @@ def job_failure(job: JobDir) -> JobFailure | None:
 
 
 def pending_items(job: JobDir) -> int:
-    """Work items of the job not done yet (ranges of split documents included)."""
-    manifest = Manifest(open_store(str(job.out)))
-    done = manifest.done_item_ids()
-    return sum(1 for i in (*manifest.items(), *manifest.all_ranges()) if i.item_id not in done)
+    """Work items of the job not done yet (ranges and joins of split documents included)."""
+    return Manifest(open_store(str(job.out))).unfinished()
 
 
 def read_progress(job: JobDir) -> JobProgress:

@@ -97,9 +97,14 @@ class DoneRecord(DocumentOutcome):
 
 ItemStatus = Literal["done", "split", "range"]
 
+#: The id of a split document's join item is its own id and this (range ids end in
+#: ``@first-last``).
+JOIN_SUFFIX = "@join"
+
 
 class WorkItem(StoredRecord):
-    """A document (``first == last == 0``) or pages ``first..last`` of one."""
+    """A document (``first == last == 0``), pages ``first..last`` of one, or the joining of
+    a split document's ranges into the document (``is_join``)."""
 
     item_id: str
     uri: str
@@ -120,6 +125,10 @@ class WorkItem(StoredRecord):
     @property
     def is_range(self) -> bool:
         return self.first > 0
+
+    @property
+    def is_join(self) -> bool:
+        return self.item_id.endswith(JOIN_SUFFIX)
 
     @property
     def source(self) -> Source:

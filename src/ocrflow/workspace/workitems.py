@@ -18,7 +18,14 @@ from ocrflow.config.access import is_url
 from ocrflow.inputs.source import Source, parse_row_uri
 from ocrflow.storage.local import Store
 from ocrflow.storage.names import local_path
-from ocrflow.workspace.records import ItemDone, ItemStatus, WorkItem, dump_lines, dump_list
+from ocrflow.workspace.records import (
+    JOIN_SUFFIX,
+    ItemDone,
+    ItemStatus,
+    WorkItem,
+    dump_lines,
+    dump_list,
+)
 
 __all__ = [
     "ItemDone",
@@ -26,6 +33,7 @@ __all__ = [
     "WorkItem",
     "document_items",
     "item_id_for",
+    "join_item",
     "range_items",
     "source_stamp",
 ]
@@ -88,6 +96,15 @@ def range_items(parent: WorkItem, doc_id: str, pages: tuple[int, ...], span: int
     ]
 
 
+def join_item(ranges: list[WorkItem]) -> WorkItem:
+    """The item that assembles a split document from its ranges' page checkpoints, once
+    every range is done. It is an item of its own, leased and marked done like the others,
+    so that a worker killed between the last range and the assembly leaves work that the
+    others see (not a document that nobody finishes)."""
+    parent_id = ranges[0].item_id.split("@", 1)[0]
+    return ranges[0].model_copy(update={"item_id": parent_id + JOIN_SUFFIX, "first": 0, "last": 0})
+
+
 class Manifest:
     """The items of a run, stored as immutable shards under ``.ocrflow/manifest``.
 
@@ -140,13 +157,39 @@ class Manifest:
         blob = self.store.read_bytes(f"{RANGES_DIR}/{parent_id}.json")
         return [WorkItem.model_validate(r) for r in json.loads(blob)] if blob else []
 
-    def all_ranges(self) -> list[WorkItem]:
-        """Every range item of every split document."""
-        found: list[WorkItem] = []
+    def splits(self) -> list[list[WorkItem]]:
+        """The range items of each split document."""
+        found: list[list[WorkItem]] = []
         for key in self.store.list(RANGES_DIR):
             blob = self.store.read_bytes(key) or b"[]"
-            found.extend(WorkItem.model_validate(r) for r in json.loads(blob))
+            ranges = [WorkItem.model_validate(r) for r in json.loads(blob)]
+            if ranges:
+                found.append(ranges)
         return found
+
+    def all_items(self) -> list[WorkItem]:
+        """Every item of the run: documents, ranges, and the join item of each split one
+        (the run is finished when all of them are done)."""
+        found = self.items()
+        for ranges in self.splits():
+            found.extend((*ranges, join_item(ranges)))
+        return found
+
+    def open_items(self) -> list[WorkItem]:
+        """The items not done that a worker can take now: a split document's join item
+        only once its ranges are all done."""
+        done = self.done_item_ids()
+        found = [i for i in self.items() if i.item_id not in done]
+        for ranges in self.splits():
+            left = [r for r in ranges if r.item_id not in done]
+            join = join_item(ranges)
+            found.extend(left or ([join] if join.item_id not in done else []))
+        return found
+
+    def unfinished(self) -> int:
+        """How many items are not done yet."""
+        done = self.done_item_ids()
+        return sum(1 for i in self.all_items() if i.item_id not in done)
 
     # -- item completion ----------------------------------------------------------------
     def mark_item_done(self, item: WorkItem, doc_id: str, status: ItemStatus) -> None:
@@ -174,16 +217,19 @@ class Manifest:
         return cleared
 
     def clear_item(self, item_id: str) -> None:
-        """Forget an item's completion (``ocrflow retry``), including its ranges."""
+        """Forget an item's completion (``ocrflow retry``), including its ranges' and join's."""
         self.store.delete(f"{ITEMS_DONE_DIR}/{item_id}.json")
-        for child in self.ranges(item_id):
+        self._clear_split_items(item_id)
+
+    def _clear_split_items(self, item_id: str) -> None:
+        ranges = self.ranges(item_id)
+        for child in (*ranges, join_item(ranges)) if ranges else ():
             self.store.delete(f"{ITEMS_DONE_DIR}/{child.item_id}.json")
 
     def forget_split(self, item_id: str) -> None:
         """Forget how a document was split and its ranges' completion (its source changed:
         the new one is split afresh). The item's own completion goes last, so a kill
         halfway leaves it done and the next planning forgets it again."""
-        for child in self.ranges(item_id):
-            self.store.delete(f"{ITEMS_DONE_DIR}/{child.item_id}.json")
+        self._clear_split_items(item_id)
         self.store.delete(f"{RANGES_DIR}/{item_id}.json")
         self.store.delete(f"{ITEMS_DONE_DIR}/{item_id}.json")
