@@ -14,7 +14,7 @@ import make_examples
 from ocrflow.storage.open import open_store
 from ocrflow.workspace.workitems import Manifest
 
-from .cli_helpers import ocrflow, results
+from .cli_helpers import ocrflow, results, status_json
 
 PAGES = 5
 
@@ -66,6 +66,7 @@ def test_a_worker_killed_before_the_join_loses_no_document(tmp_path: Path) -> No
     # What a run left behind: the join is the one item open, so the run is not finished.
     (join,) = manifest.open_items()
     assert join.is_join
+    assert status_json(out)["documents"] == {"pending": 1}
 
     rerun = ocrflow(*args, *scale, timeout=300)
     assert rerun.returncode == 0, rerun.stderr

@@ -66,12 +66,13 @@ def test_a_split_document_joins_once_its_ranges_are_done(tmp_path: Path) -> None
     assert (join.is_join, join.is_range, join.doc_id) == (True, False, "doc")
     assert join.shard(7) == parent.shard(7)  # a static shard keeps its document whole
     assert {i.item_id for i in manifest.open_items()} == {first.item_id, second.item_id}
+    assert (manifest.unfinished(), manifest.unfinished_documents()) == (3, 1)
     manifest.mark_item_done(first, "doc", "range")
     assert [i.item_id for i in manifest.open_items()] == [second.item_id]
     # The last range done, the join is the one open item: until it is done, so is the run.
     manifest.mark_item_done(second, "doc", "range")
     assert [i.item_id for i in manifest.open_items()] == [join.item_id]
-    assert manifest.unfinished() == 1
+    assert manifest.unfinished() == manifest.unfinished_documents() == 1
     manifest.mark_item_done(join, "doc", "done")
     assert manifest.open_items() == [] and manifest.unfinished() == 0
 

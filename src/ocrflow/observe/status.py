@@ -28,11 +28,9 @@ def out_summary(workspace: Workspace) -> dict[str, Any]:
 
 def _documents(workspace: Workspace, records: list[DoneRecord]) -> Counter[str]:
     documents: Counter[str] = Counter(str(r.status) for r in records)
-    manifest = Manifest(workspace.store)
-    done_items = manifest.done_item_ids()
-    pending = [i for i in manifest.items() if i.item_id not in done_items]
+    pending = Manifest(workspace.store).unfinished_documents()
     if pending:
-        documents["pending"] = len(pending)
+        documents["pending"] = pending
     return documents
 
 

@@ -186,6 +186,15 @@ class Manifest:
             found.extend(left or ([join] if join.item_id not in done else []))
         return found
 
+    def unfinished_documents(self) -> int:
+        """How many documents are not finished: items not done, and split documents whose
+        join is not done."""
+        done = self.done_item_ids()
+        joins = (join_item(ranges).item_id for ranges in self.splits())
+        return sum(1 for i in self.items() if i.item_id not in done) + sum(
+            1 for j in joins if j not in done
+        )
+
     def unfinished(self) -> int:
         """How many items are not done yet."""
         done = self.done_item_ids()
