@@ -94,7 +94,12 @@ def test_a_split_document_is_joined_once(tmp_path: Path) -> None:
     assert all(record["text"].count(f"page {p}.") == 1 for p in range(1, PAGES + 1))
     manifest = Manifest(open_store(str(out)))
     assert manifest.unfinished() == 0
-    # A rerun finds everything done: it reports the document as finished before, once.
+    # An OUT of an older ocrflow: its split documents were assembled without a join item.
+    (join,) = [i for i in manifest.all_items() if i.is_join]
+    (out / ".ocrflow" / "items" / f"{join.item_id}.json").unlink()
+    assert status_json(out)["documents"] == {"ok": 1, "pending": 1}
+    # A rerun finds everything done: it reports the document as finished before, once,
+    # and marks its join done without assembling it again.
     again = ocrflow(
         "run", str(docs), "-o", str(out), "--text-layer", "only", "-q", "--json",
         "--split-pages", "2",
@@ -103,3 +108,4 @@ def test_a_split_document_is_joined_once(tmp_path: Path) -> None:
     assert len(results(out)) == 1
     report = json.loads(again.stdout)
     assert report["documents_skipped"] == 1, report
+    assert status_json(out)["documents"] == {"ok": 1}

@@ -209,6 +209,8 @@ class ItemLoop:
         await asyncio.to_thread(self.leases.confirm, lease)
 
     async def _process(self, item: WorkItem, lease: Lease) -> None:
+        if item.is_join and await self._joined_before(item):
+            return
         with contextlib.ExitStack() as copies:
             path, failure = await asyncio.to_thread(_local_file, copies, item.uri, self.rows)
             digest = await asyncio.to_thread(_hash_or_empty, path)
@@ -287,14 +289,19 @@ class ItemLoop:
             self._queue.append(join_item(siblings))
             self._wake.set()
 
+    async def _joined_before(self, join: WorkItem) -> bool:
+        """Mark a join done whose document is committed already (its assembler was killed
+        before it marked the join, or an older ocrflow assembled it without a join item),
+        without fetching the source."""
+        if await store_call(self.workspace.done_record, join.doc_id) is None:
+            return False
+        await store_call(self.workspace.clear_pages, join.doc_id)
+        await store_call(self.manifest.mark_item_done, join, join.doc_id, "done")
+        return True
+
     async def _process_join(self, item: WorkItem, job: DocumentJob, lease: Lease) -> None:
         """Assemble a split document from its ranges' page checkpoints."""
         join_done = functools.partial(self.manifest.mark_item_done, item, job.doc_id, "done")
-        if await store_call(self.workspace.done_record, job.doc_id) is not None:
-            # Assembled already (the assembler was killed before it marked its join done).
-            await store_call(self.workspace.clear_pages, job.doc_id)
-            await store_call(join_done)
-            return
         opened = await self.pipeline.open(job)
         await self._confirm(lease)
         if isinstance(opened, DocumentResult):  # the source went since its ranges were read
