@@ -17,6 +17,7 @@ import pytest
 from tests.fakevllm.engine import Capacity, Engine
 from tests.fakevllm.process import FAST, ServerHandle, ServerStartError, running_server
 from tests.fakevllm.server import EXCLUSIVE_FAULTS
+from tests.polling import wait_until
 
 #: a fast engine for functional tests: 20-token pages, sub-millisecond steps
 VLLM_METRICS = (
@@ -55,16 +56,6 @@ def chat_body(i: int = 0, **extra: Any) -> dict[str, Any]:
 def post(server: ServerHandle, body: Any, timeout: float = 5.0) -> httpx.Response:
     """POST a chat completion (a fresh connection each time)."""
     return httpx.post(server.base_url + "/chat/completions", json=body, timeout=timeout)
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` passes."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 async def burst(server: ServerHandle, n: int, **extra: Any) -> list[httpx.Response]:
@@ -264,7 +255,7 @@ def test_hang_fault_ends_when_client_gives_up(server: ServerHandle, faults: Any)
     faults(hang=1.0)
     with pytest.raises(httpx.ReadTimeout):
         post(server, chat_body(207), timeout=0.3)
-    assert wait_for(lambda: server.stats()["hanging"] == 0), "a hung handler leaked"
+    assert wait_until(lambda: server.stats()["hanging"] == 0), "a hung handler leaked"
     assert server.stats()["outcomes"]["hang"] >= 1
 
 
@@ -345,13 +336,13 @@ def test_client_abort_frees_the_slot_and_dead_after() -> None:
     with running_server(*flags) as srv:
         with pytest.raises(httpx.ReadTimeout):
             post(srv, chat_body(401), timeout=0.3)
-        assert wait_for(lambda: srv.stats()["outcomes"].get("aborted") == 1)
+        assert wait_until(lambda: srv.stats()["outcomes"].get("aborted") == 1)
         assert srv.stats()["engine"]["running"] == 0
 
         in_flight: list[httpx.Response] = []
         thread = threading.Thread(target=lambda: in_flight.append(post(srv, chat_body(402))))
         thread.start()
-        assert wait_for(lambda: srv.stats()["engine"]["running"] == 1)
+        assert wait_until(lambda: srv.stats()["engine"]["running"] == 1)
         third = post(srv, chat_body(403))
         thread.join(5)
         assert third.status_code == 500 and "EngineCore" in third.json()["error"]["message"]
@@ -373,7 +364,7 @@ def test_warmup_window() -> None:
         assert httpx.get(srv.base_url + "/models", timeout=5).status_code == 200
         assert httpx.get(srv.url + "/health", timeout=5).status_code == 503
         assert post(srv, chat_body(601)).status_code == 503
-        assert wait_for(lambda: httpx.get(srv.url + "/health", timeout=5).status_code == 200)
+        assert wait_until(lambda: httpx.get(srv.url + "/health", timeout=5).status_code == 200)
         assert post(srv, chat_body(602)).status_code == 200
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import socket
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -54,13 +53,3 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` seconds pass; its last answer."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()

@@ -19,6 +19,7 @@ from ocrflow.engines.openai import OpenAIEngine
 from ocrflow.errors import EngineRejected, EngineUnavailable
 from ocrflow.types import PageRequest
 from tests.fakevllm.process import FAST, ServerHandle, running_server
+from tests.polling import wait_until
 from tests.unit.engines.openai_helpers import (
     MODEL,
     free_port,
@@ -26,7 +27,6 @@ from tests.unit.engines.openai_helpers import (
     request,
     run,
     using,
-    wait_until,
 )
 
 #: Pages that take about half a second, so that requests overlap.

@@ -17,6 +17,7 @@ from aiohttp import web
 from ocrflow.engines.openai import OpenAIEngine
 from ocrflow.errors import EngineAuthError, EngineUnavailable, EngineUnreachable, ModelNotServed
 from tests.fakevllm.process import FAST, ServerHandle, running_server
+from tests.polling import wait_until
 from tests.unit.engines.openai_helpers import (
     MODEL,
     free_port,
@@ -24,7 +25,6 @@ from tests.unit.engines.openai_helpers import (
     request,
     run,
     using,
-    wait_until,
 )
 
 SECRET = "sk-test-5b1f0e7c9a"
