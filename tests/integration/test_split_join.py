@@ -18,9 +18,9 @@ from .cli_helpers import ocrflow, results, status_json
 
 PAGES = 5
 
-#: ``ocrflow`` with its assembly of a split document (``finish`` from page checkpoints,
-#: no results given) replaced by a SIGKILL-like exit: the process dies in the window
-#: between marking the last range done and the document's commit.
+#: ``ocrflow`` with its assembly of a split document (the one ``finish`` that flushes)
+#: replaced by a SIGKILL-like exit: the process dies in the window between marking the
+#: last range done and the document's commit.
 KILLED_AT_THE_JOIN = """
 import os, sys
 from ocrflow.pipeline.documents import DocumentPipeline
@@ -29,7 +29,7 @@ from ocrflow.cli import main
 finish = DocumentPipeline.finish
 
 async def finish_or_die(self, job, opened, results=None, **options):
-    if results is None:
+    if options.get("flush"):
         os._exit(137)
     return await finish(self, job, opened, results, **options)
 
@@ -78,6 +78,36 @@ def test_a_worker_killed_before_the_join_loses_no_document(tmp_path: Path) -> No
     report = json.loads(rerun.stdout)
     assert report["documents"] == {"ok": 1}, report
     assert not list((out / ".ocrflow" / "pages").rglob("*.json")), "checkpoints left behind"
+
+
+def test_a_lost_checkpoint_is_converted_again_before_the_join(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _long_pdf(docs / "long.pdf")
+    out = tmp_path / "out"
+    args = ["run", str(docs), "-o", str(out), "--text-layer", "only", "-q", "--json"]
+    scale = ["--split-pages", "2", "--lease-ttl", "2", "--workers", "1"]
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_AT_THE_JOIN, *args, *scale],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert killed.returncode == 137, killed.stderr
+    # Every range done, but the checkpoint of pages 3-4 gone (removed by hand, say).
+    (lost,) = (out / ".ocrflow" / "pages").rglob("000003-000004.json")
+    lost.unlink()
+
+    rerun = ocrflow(*args, *scale, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "pages [3, 4] lost their checkpoints" in rerun.stderr
+    (record,) = results(out)
+    assert len(record["attributes"]["pdf_page_numbers"]) == PAGES
+    for page in range(1, PAGES + 1):
+        assert record["text"].count(f"Long document page {page}.") == 1
+    assert json.loads(rerun.stdout)["pages"] == {"ok": 2}  # only the lost range again
+    assert Manifest(open_store(str(out))).unfinished() == 0
 
 
 def test_a_split_document_is_joined_once(tmp_path: Path) -> None:

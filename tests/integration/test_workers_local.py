@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import make_examples
+import pyarrow.parquet as pq
 import pytest
 
 from .cli_helpers import results, status_json
@@ -56,11 +57,19 @@ def _summary(process: subprocess.Popen[str]) -> dict:
     return json.loads(stdout)
 
 
-def test_run_and_two_workers_convert_every_page_once(tmp_path: Path) -> None:
+#: Plain outputs; Parquet rows, which wait in a buffer for their shard (the item is kept
+#: leased until then); documents split into one-page ranges, joined by whoever finishes the
+#: last one.
+PARQUET = ["--format", "markdown,jsonl,parquet"]
+LAYOUTS = {"whole": [], "buffered": PARQUET, "ranges": [*PARQUET, "--split-pages", "1"]}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_run_and_two_workers_convert_every_page_once(tmp_path: Path, layout: str) -> None:
     expected = _make_inputs(tmp_path / "in")
     out = tmp_path / "out"
     common = ["--workers", "1", "--json", "-q"]
-    run = _start("run", str(tmp_path / "in"), "-o", str(out), *common)
+    run = _start("run", str(tmp_path / "in"), "-o", str(out), *common, *LAYOUTS[layout])
     _wait_for_plan(out, run)
     workers = [_start("worker", str(out), *common) for _ in range(2)]
     summaries = [_summary(p) for p in (run, *workers)]
@@ -83,6 +92,10 @@ def test_run_and_two_workers_convert_every_page_once(tmp_path: Path) -> None:
     # a worker that starts its interpreter late on a loaded machine may find nothing left.)
     assert converted[0] > 0 and sum(converted[1:]) > 0, f"no race: {converted}"
     assert all(s["leases_lost"] == 0 for s in summaries)
+    if layout != "whole":
+        rows = [pq.read_table(f).column("id").to_pylist() for f in out.rglob("*.parquet")]
+        ids = [i for shard in rows for i in shard]
+        assert len(ids) == len(set(ids)) == DOCUMENTS
     report = status_json(out)
     assert report["documents"] == {"ok": DOCUMENTS}
     assert report["pages"] == {"ok": DOCUMENTS * PAGES}

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from ocrflow.pipeline.documents import assemble_document, document_id
+from ocrflow.pipeline.assembly import assemble_document
+from ocrflow.pipeline.documents import document_id
 from ocrflow.types import DocStatus, PageResult, PageStatus, Route
 
 

@@ -94,6 +94,10 @@ class ItemLoop:
         self._queue: deque[WorkItem] = deque()
         self._wake = asyncio.Event()
         self._rng = random.Random(owner)
+        # Leases of items whose outputs wait in a buffer (Parquet) for their commit: kept,
+        # and renewed, until then, so that no other worker converts the item again.
+        self._kept: set[str] = set()
+        self._keepers: set[asyncio.Task[None]] = set()
         # Dataset rows are read through one forward cursor per dataset (see dataset_source).
         self.rows = RowFetcher(config.input.dataset_column, config.input.access)
 
@@ -126,6 +130,18 @@ class ItemLoop:
         return not shards or item.shard(shards) == (self.options.shard_index or 0)
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            # Each pass ends with a flush that commits the kept items: their keepers end at
+            # once. Any still waiting (the run failed) let their leases go.
+            if self._keepers:
+                await asyncio.wait(self._keepers, timeout=self.options.lease_ttl_s / 3)
+            for keeper in self._keepers:
+                keeper.cancel()
+            await asyncio.gather(*self._keepers, return_exceptions=True)
+
+    async def _run(self) -> None:
         if self.options.report_finished_before:
             await asyncio.to_thread(self._report_finished_before)
         while True:
@@ -195,8 +211,25 @@ class ItemLoop:
             task.uncancel()  # the heartbeat found the lease taken over and stopped the item
             self._abandoned(item)
         finally:
-            await asyncio.to_thread(self.leases.release, lease)
+            if item.item_id not in self._kept:
+                await asyncio.to_thread(self.leases.release, lease)
             self.slots.release()
+
+    def _keep_until(self, committed: asyncio.Event, item: WorkItem, lease: Lease) -> None:
+        """Hold (and renew) the item's lease until its commit; the item's task ends now."""
+        self._kept.add(item.item_id)
+
+        async def keep() -> None:
+            try:
+                async with self.leases.held(lease):
+                    await committed.wait()
+            finally:
+                self._kept.discard(item.item_id)
+                await asyncio.to_thread(self.leases.release, lease)
+
+        keeper = asyncio.get_running_loop().create_task(keep())
+        self._keepers.add(keeper)
+        keeper.add_done_callback(self._keepers.discard)
 
     def _abandoned(self, item: WorkItem) -> None:
         # The item's new owner converts and commits it; our pages stay counted as work done.
@@ -258,7 +291,10 @@ class ItemLoop:
             pipeline.progress.document_started(job.source, len(opened.pages))
             results = await pipeline.convert_pages(job, opened.pages, opened.password)
             await self._confirm(lease)
-            await pipeline.finish(job, opened, results, then=item_done)
+            committed = asyncio.Event()
+            await pipeline.finish(job, opened, results, then=item_done, committed=committed)
+            if not committed.is_set():
+                self._keep_until(committed, item, lease)
 
     def _split(self, item: WorkItem, job: DocumentJob, opened: OpenedDocument) -> None:
         """Turn a long document into range items and start them at once (here and in other
@@ -303,12 +339,22 @@ class ItemLoop:
         """Assemble a split document from its ranges' page checkpoints."""
         join_done = functools.partial(self.manifest.mark_item_done, item, job.doc_id, "done")
         opened = await self.pipeline.open(job)
-        await self._confirm(lease)
         if isinstance(opened, DocumentResult):  # the source went since its ranges were read
+            await self._confirm(lease)
             await self.pipeline.finish_failed(job, opened, then=join_done)
-        else:
-            # Its ranges are done already: the document must be durable before we go on.
-            await self.pipeline.finish(job, opened, flush=True, then=join_done)
+            return
+        saved = await store_call(self.workspace.load_pages, job.doc_id)
+        missing = [p for p in opened.pages if p not in saved]
+        if missing:
+            # A checkpoint is gone (a figure crop lost, a file removed by hand): convert its
+            # range again rather than commit a document without the page.
+            log.warning("%s: pages %s lost their checkpoints; converting again", item.rel, missing)
+            await store_call(self.manifest.reopen_ranges, item, missing)
+            return
+        await self._confirm(lease)
+        # Its ranges are done already: the document must be durable before we go on.
+        results = [saved[p] for p in opened.pages]
+        await self.pipeline.finish(job, opened, results, flush=True, then=join_done)
 
 
 def _document_slots(config: RunConfig) -> int:

@@ -12,18 +12,17 @@ import errno
 import hashlib
 import os
 import stat
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from pydantic import SecretStr
 
 from ocrflow.config import OutputOptions, PassOptions, RenderOptions, RouteOptions
 from ocrflow.config.pagespec import select_pages
-from ocrflow.document.running_heads import label_running_heads
 from ocrflow.inputs.expand import refusal
 from ocrflow.inputs.source import Source
+from ocrflow.pipeline.assembly import assemble_document
 from ocrflow.pipeline.route import route_page, settled_page
 from ocrflow.readers.markdown_clean import clean_page
 from ocrflow.readers.plain import PageReader
@@ -36,7 +35,6 @@ from ocrflow.types import (
     DocumentResult,
     PageKey,
     PageResult,
-    PageStatus,
     Reason,
     Route,
 )
@@ -106,6 +104,9 @@ class PendingCommit:
     job: DocumentJob
     result: DocumentResult
     then: Callable[[], None] | None = None
+    #: Set once its done marker is written: by whichever task's write or flush made it
+    #: durable (another document's write can flush the shard holding this one's row).
+    committed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +232,7 @@ class DocumentPipeline:
         *,
         then: Callable[[], None] | None = None,
         flush: bool = False,
+        committed: asyncio.Event | None = None,
     ) -> DocumentResult:
         """Assemble the document (from ``results`` or its checkpoints), write its outputs and
         commit it once they are durable (``then`` runs right after its done marker).
@@ -238,7 +240,8 @@ class DocumentPipeline:
         Outputs first, then the done marker, then checkpoints go: a kill at any point
         leaves either a finished document or one the next run completes. A buffering sink
         may hold the outputs back: the commit then happens at a later write or ``flush``
-        (``flush=True`` flushes at once).
+        (``flush=True`` flushes at once, and returns once the commit is done). ``committed``
+        is set when it is done, whichever task commits it.
         """
         if results is None:
             saved = await store_call(self.workspace.load_pages, job.doc_id)
@@ -250,13 +253,18 @@ class DocumentPipeline:
             opened.page_count,
             max_fallback_rate=self.max_page_error_rate,
         )
-        self._pending[job.doc_id] = PendingCommit(job, result, then)
+        pending = PendingCommit(job, result, then, committed or asyncio.Event())
+        self._pending[job.doc_id] = pending
         original = OriginalFile(job.local_path, job.source.kind, opened.password)
         finished = FinishedDocument(result, self._meta(job), original)
         durable = await store_call(self.outputs.write, finished)
         if flush:
             durable += await store_call(self.outputs.flush)
         await self._commit_durable(durable)
+        if flush:
+            # Durable now, but a concurrent task's write may have drained its id and be
+            # committing it still: the caller holds the item until the commit is done.
+            await pending.committed.wait()
         return result
 
     async def finish_failed(
@@ -276,19 +284,28 @@ class DocumentPipeline:
         await self._commit_durable(await store_call(self.outputs.close))
 
     async def _commit_durable(self, doc_ids: list[str]) -> None:
-        for doc_id in doc_ids:
-            pending = self._pending.pop(doc_id, None)
-            if pending is not None:
-                await self._commit(pending)
+        commits = [p for p in (self._pending.pop(d, None) for d in doc_ids) if p is not None]
+        if commits:
+            # Shielded: these may be other tasks' documents (popped here, so nobody else
+            # commits them), and this task being cancelled (its own lease lost) must not
+            # leave them written but uncommitted.
+            await asyncio.shield(self._commit_all(commits))
+
+    async def _commit_all(self, commits: list[PendingCommit]) -> None:
+        for pending in commits:
+            await self._commit(pending)
 
     async def _commit(self, pending: PendingCommit) -> None:
         job, result = pending.job, pending.result
-        await store_call(
-            self.workspace.mark_done, result, rel=job.rel, content_sha256=job.content_sha256
-        )
-        await store_call(self.workspace.clear_pages, job.doc_id)
-        if pending.then is not None:
-            await store_call(pending.then)
+        try:
+            await store_call(
+                self.workspace.mark_done, result, rel=job.rel, content_sha256=job.content_sha256
+            )
+            await store_call(self.workspace.clear_pages, job.doc_id)
+            if pending.then is not None:
+                await store_call(pending.then)
+        finally:
+            pending.committed.set()  # a failed commit fails its run; no waiter hangs on it
         self.progress.document_finished(job.source, result, skipped=False)
 
     async def convert_pages(
@@ -331,47 +348,6 @@ class DocumentPipeline:
         return DocumentMeta(
             job.rel, job.content_sha256, created, self.engine_name, self.fingerprint, name
         )
-
-
-def assemble_document(
-    doc_id: str,
-    source: str,
-    pages: list[PageResult],
-    page_count: int,
-    *,
-    max_fallback_rate: float = 0.0,
-) -> DocumentResult:
-    """A document's status from its pages.
-
-    ok: every page converted by its intended route; partial: some pages failed, or more than
-    ``max_fallback_rate`` of them fell back (kept, marked, retried by ``ocrflow retry``);
-    failed: no page converted.
-    """
-    # Running heads are only told apart from body text across pages (running_heads.py):
-    # here, once every route has given its pages and before any sink writes them.
-    ordered = label_running_heads(sorted(pages, key=lambda p: p.page))
-    failed = [p for p in ordered if p.status is PageStatus.FAILED]
-    fallbacks = [p for p in ordered if p.route is Route.FALLBACK and p.status is PageStatus.OK]
-    if failed and len(failed) == len(ordered):
-        reason, _ = Counter(p.reason or Reason.PAGE_ERRORS for p in failed).most_common(1)[0]
-        message = failed[0].error or reason
-        return DocumentResult(
-            doc_id, source, DocStatus.FAILED, ordered, page_count, reason, message
-        )
-    if failed:
-        reasons = Counter(p.reason or Reason.PAGE_ERRORS for p in failed)
-        message = f"{len(failed)} of {len(ordered)} pages failed: " + ", ".join(
-            f"{r} x{n}" for r, n in reasons.most_common()
-        )
-        return DocumentResult(
-            doc_id, source, DocStatus.PARTIAL, ordered, page_count, Reason.PAGE_ERRORS, message
-        )
-    if ordered and len(fallbacks) / len(ordered) > max_fallback_rate:
-        message = f"{len(fallbacks)} of {len(ordered)} pages fell back: {fallbacks[0].error}"
-        return DocumentResult(
-            doc_id, source, DocStatus.PARTIAL, ordered, page_count, Reason.FALLBACK_PAGES, message
-        )
-    return DocumentResult(doc_id, source, DocStatus.OK, ordered, page_count)
 
 
 def _unreadable(source: Source) -> tuple[str, str] | None:

@@ -225,6 +225,12 @@ class Manifest:
                 cleared += 1
         return cleared
 
+    def reopen_ranges(self, join: WorkItem, pages: list[int]) -> None:
+        """Forget the completion of the ranges of ``join``'s document holding ``pages``."""
+        for child in self.ranges(join.item_id.removesuffix(JOIN_SUFFIX)):
+            if any(child.first <= p <= child.last for p in pages):
+                self.store.delete(f"{ITEMS_DONE_DIR}/{child.item_id}.json")
+
     def clear_item(self, item_id: str) -> None:
         """Forget an item's completion (``ocrflow retry``), including its ranges' and join's."""
         self.store.delete(f"{ITEMS_DONE_DIR}/{item_id}.json")
