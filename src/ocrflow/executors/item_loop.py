@@ -133,10 +133,8 @@ class ItemLoop:
         try:
             await self._run()
         finally:
-            # Each pass ends with a flush that commits the kept items: their keepers end at
-            # once. Any still waiting (the run failed) let their leases go.
-            if self._keepers:
-                await asyncio.wait(self._keepers, timeout=self.options.lease_ttl_s / 3)
+            # Each pass ends with a flush that commits the kept items, so only a failed run
+            # leaves keepers waiting: they let their leases go (the items are not done).
             for keeper in self._keepers:
                 keeper.cancel()
             await asyncio.gather(*self._keepers, return_exceptions=True)
