@@ -29,7 +29,7 @@ from ocrflow.pipeline.documents import (
 )
 from ocrflow.storage.names import local_path
 from ocrflow.types import DocumentResult
-from ocrflow.workspace.leases import Lease, LeaseLost, LeaseManager, new_owner
+from ocrflow.workspace.leases import Lease, LeaseLost, LeaseManager, claim_in_thread, new_owner
 from ocrflow.workspace.records import DoneRecord, WorkItem
 from ocrflow.workspace.state import Workspace, result_from_done, store_call
 from ocrflow.workspace.workitems import Manifest, join_item, range_items
@@ -172,7 +172,7 @@ class ItemLoop:
                     continue
                 item = self._queue.popleft()
                 await self.slots.acquire()
-                lease = await asyncio.to_thread(self._claim, item)
+                lease = await claim_in_thread(self.leases, functools.partial(self._claim, item))
                 if lease is None:
                     self.slots.release()
                     continue

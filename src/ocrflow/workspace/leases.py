@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from ocrflow.config.environment import HOST_ID_VARIABLE, setting
@@ -203,3 +204,26 @@ class LeaseManager:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
+
+
+async def claim_in_thread(manager: LeaseManager, claim: Callable[[], Lease | None]) -> Lease | None:
+    """Run ``claim`` (a blocking claim of ``manager``'s) in a thread. Cancelled meanwhile
+    (a job service stops a job's work), the claim still completes in its thread: the lease
+    it took is released then, not left held by a live process until it expires."""
+    pending = asyncio.ensure_future(asyncio.to_thread(claim))
+    try:
+        return await asyncio.shield(pending)
+    except asyncio.CancelledError:
+        pending.add_done_callback(functools.partial(_give_back, manager))
+        raise
+
+
+def _give_back(manager: LeaseManager, claimed: asyncio.Future[Lease | None]) -> None:
+    if claimed.cancelled() or claimed.exception() is not None or claimed.result() is None:
+        return
+    lease = claimed.result()
+    assert lease is not None
+    try:
+        asyncio.get_running_loop().run_in_executor(None, manager.release, lease)
+    except RuntimeError:  # the loop is closing: a small delete, done here
+        manager.release(lease)
