@@ -262,8 +262,10 @@ class DocumentPipeline:
             durable += await store_call(self.outputs.flush)
         await self._commit_durable(durable)
         if flush:
-            # Durable now, but a concurrent task's write may have drained its id and be
-            # committing it still: the caller holds the item until the commit is done.
+            # Durable now. A concurrent task's write may have drained its id: that task
+            # commits it (the caller holds the item until then), unless it was cancelled
+            # before it took the id from ``_pending``; then it is ours to commit.
+            await self._commit_durable([job.doc_id])
             await pending.committed.wait()
         return result
 
