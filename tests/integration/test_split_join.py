@@ -16,7 +16,7 @@ from ocrflow.workspace.workitems import Manifest
 
 from .cli_helpers import ocrflow, results, status_json
 
-PAGES = 5
+PAGES = range(1, 6)
 
 #: ``ocrflow`` with its assembly of a split document (the one ``finish`` that flushes)
 #: replaced by a SIGKILL-like exit: the process dies in the window between marking the
@@ -39,26 +39,39 @@ main()
 """
 
 
-def _long_pdf(path: Path) -> None:
-    body = [[f"Long document page {p}. Its ranges are joined into one."] for p in range(1, 6)]
-    path.write_bytes(make_examples.text_pdf(body))
-
-
-def test_a_worker_killed_before_the_join_loses_no_document(tmp_path: Path) -> None:
+def _run_args(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A 5-page born-digital PDF to convert, and ``ocrflow run``'s arguments: ranges of 2
+    pages, a short lease so that a killed run's lease does not hold the rerun up."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    _long_pdf(docs / "long.pdf")
+    body = [[f"Long document page {p}. Its ranges are joined into one."] for p in PAGES]
+    (docs / "long.pdf").write_bytes(make_examples.text_pdf(body))
     out = tmp_path / "out"
     args = ["run", str(docs), "-o", str(out), "--text-layer", "only", "-q", "--json"]
-    scale = ["--split-pages", "2", "--lease-ttl", "2", "--workers", "1"]
+    return out, [*args, "--split-pages", "2", "--lease-ttl", "2", "--workers", "1"]
+
+
+def _killed_at_the_join(args: list[str]) -> None:
     killed = subprocess.run(
-        [sys.executable, "-c", KILLED_AT_THE_JOIN, *args, *scale],
+        [sys.executable, "-c", KILLED_AT_THE_JOIN, *args],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
     assert killed.returncode == 137, killed.stderr
+
+
+def _each_page_once(out: Path) -> None:
+    (record,) = results(out)
+    assert len(record["attributes"]["pdf_page_numbers"]) == len(PAGES)
+    for page in PAGES:
+        assert record["text"].count(f"Long document page {page}.") == 1
+
+
+def test_a_worker_killed_before_the_join_loses_no_document(tmp_path: Path) -> None:
+    out, args = _run_args(tmp_path)
+    _killed_at_the_join(args)
     manifest = Manifest(open_store(str(out)))
     (ranges,) = manifest.splits()
     assert len(ranges) == 3 and all(manifest.item_done(r.item_id) for r in ranges)
@@ -68,12 +81,9 @@ def test_a_worker_killed_before_the_join_loses_no_document(tmp_path: Path) -> No
     assert join.is_join
     assert status_json(out)["documents"] == {"pending": 1}
 
-    rerun = ocrflow(*args, *scale, timeout=300)
+    rerun = ocrflow(*args, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
-    (record,) = results(out)
-    assert len(record["attributes"]["pdf_page_numbers"]) == PAGES
-    for page in range(1, PAGES + 1):
-        assert record["text"].count(f"Long document page {page}.") == 1
+    _each_page_once(out)
     assert manifest.open_items() == [] and manifest.unfinished() == 0
     report = json.loads(rerun.stdout)
     assert report["documents"] == {"ok": 1}, report
@@ -81,47 +91,25 @@ def test_a_worker_killed_before_the_join_loses_no_document(tmp_path: Path) -> No
 
 
 def test_a_lost_checkpoint_is_converted_again_before_the_join(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    _long_pdf(docs / "long.pdf")
-    out = tmp_path / "out"
-    args = ["run", str(docs), "-o", str(out), "--text-layer", "only", "-q", "--json"]
-    scale = ["--split-pages", "2", "--lease-ttl", "2", "--workers", "1"]
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLED_AT_THE_JOIN, *args, *scale],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert killed.returncode == 137, killed.stderr
+    out, args = _run_args(tmp_path)
+    _killed_at_the_join(args)
     # Every range done, but the checkpoint of pages 3-4 gone (removed by hand, say).
     (lost,) = (out / ".ocrflow" / "pages").rglob("000003-000004.json")
     lost.unlink()
 
-    rerun = ocrflow(*args, *scale, timeout=300)
+    rerun = ocrflow(*args, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert "pages [3, 4] lost their checkpoints" in rerun.stderr
-    (record,) = results(out)
-    assert len(record["attributes"]["pdf_page_numbers"]) == PAGES
-    for page in range(1, PAGES + 1):
-        assert record["text"].count(f"Long document page {page}.") == 1
+    _each_page_once(out)
     assert json.loads(rerun.stdout)["pages"] == {"ok": 2}  # only the lost range again
     assert Manifest(open_store(str(out))).unfinished() == 0
 
 
 def test_a_split_document_is_joined_once(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    _long_pdf(docs / "long.pdf")
-    out = tmp_path / "out"
-    done = ocrflow(
-        "run", str(docs), "-o", str(out), "--text-layer", "only", "-q", "--json",
-        "--split-pages", "2",
-    )  # fmt: skip
+    out, args = _run_args(tmp_path)
+    done = ocrflow(*args)
     assert done.returncode == 0, done.stderr
-    (record,) = results(out)
-    assert all(record["text"].count(f"page {p}.") == 1 for p in range(1, PAGES + 1))
+    _each_page_once(out)
     manifest = Manifest(open_store(str(out)))
     assert manifest.unfinished() == 0
     # An OUT of an older ocrflow: its split documents were assembled without a join item.
@@ -130,12 +118,9 @@ def test_a_split_document_is_joined_once(tmp_path: Path) -> None:
     assert status_json(out)["documents"] == {"ok": 1, "pending": 1}
     # A rerun finds everything done: it reports the document as finished before, once,
     # and marks its join done without assembling it again.
-    again = ocrflow(
-        "run", str(docs), "-o", str(out), "--text-layer", "only", "-q", "--json",
-        "--split-pages", "2",
-    )  # fmt: skip
+    again = ocrflow(*args)
     assert again.returncode == 0, again.stderr
-    assert len(results(out)) == 1
+    _each_page_once(out)
     report = json.loads(again.stdout)
-    assert report["documents_skipped"] == 1, report
+    assert report["documents_skipped"] == 1 and report["pages"] == {}, report
     assert status_json(out)["documents"] == {"ok": 1}

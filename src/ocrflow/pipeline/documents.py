@@ -228,13 +228,13 @@ class DocumentPipeline:
         self,
         job: DocumentJob,
         opened: OpenedDocument,
-        results: list[PageResult] | None = None,
+        results: list[PageResult],
         *,
         then: Callable[[], None] | None = None,
         flush: bool = False,
         committed: asyncio.Event | None = None,
     ) -> DocumentResult:
-        """Assemble the document (from ``results`` or its checkpoints), write its outputs and
+        """Assemble the document from its pages' ``results``, write its outputs and
         commit it once they are durable (``then`` runs right after its done marker).
 
         Outputs first, then the done marker, then checkpoints go: a kill at any point
@@ -243,9 +243,6 @@ class DocumentPipeline:
         (``flush=True`` flushes at once, and returns once the commit is done). ``committed``
         is set when it is done, whichever task commits it.
         """
-        if results is None:
-            saved = await store_call(self.workspace.load_pages, job.doc_id)
-            results = [saved[p] for p in opened.pages if p in saved]
         result = assemble_document(
             job.doc_id,
             job.source.uri,

@@ -219,10 +219,9 @@ async def claim_in_thread(manager: LeaseManager, claim: Callable[[], Lease | Non
 
 
 def _give_back(manager: LeaseManager, claimed: asyncio.Future[Lease | None]) -> None:
-    if claimed.cancelled() or claimed.exception() is not None or claimed.result() is None:
+    lease = None if claimed.cancelled() or claimed.exception() else claimed.result()
+    if lease is None:
         return
-    lease = claimed.result()
-    assert lease is not None
     try:
         asyncio.get_running_loop().run_in_executor(None, manager.release, lease)
     except RuntimeError:  # the loop is closing: a small delete, done here
