@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint bench bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality bench-sinks bench-ray-data clean
+.PHONY: demo test test-fast lint bench bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality bench-sinks bench-ray-data bench-ocrmypdf clean
 
 $(BIN)/ocrflow: pyproject.toml constraints/test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,28 @@ bench-serve: $(BIN)/ocrflow
 
 bench-describe: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_describe.py
+
+## make bench-ocrmypdf: ocrflow against OCRmyPDF on the corpus scans, back to back (wall time,
+## CER, output size; docs/benchmarks.md). Debian's Tesseract, Ghostscript, qpdf and poppler
+## are installed when missing (as root, or with sudo -n); OCRmyPDF from PyPI goes into a venv
+## of its own, $(OCRMYPDF_VENV), so that its dependencies never mix with ours.
+OCRMYPDF_VENV := .venv-ocrmypdf
+
+$(OCRMYPDF_VENV)/bin/ocrmypdf:
+	$(PYTHON) -m venv $(OCRMYPDF_VENV)
+	$(OCRMYPDF_VENV)/bin/pip install -q 'ocrmypdf>=17'
+
+bench-ocrmypdf: $(BIN)/ocrflow $(OCRMYPDF_VENV)/bin/ocrmypdf
+	@missing=""; \
+	for need in tesseract:tesseract-ocr gs:ghostscript qpdf:qpdf pdftotext:poppler-utils; do \
+		command -v $${need%%:*} >/dev/null 2>&1 || missing="$$missing $${need#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" -eq 0 ]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+		else echo "missing:$$missing (no root to install them)" >&2; exit 1; fi; \
+		echo "installing$$missing"; export DEBIAN_FRONTEND=noninteractive; \
+		$$sudo apt-get update -qq >/dev/null && $$sudo apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	$(BIN)/python bench/bench_ocrmypdf.py --ocrmypdf $(OCRMYPDF_VENV)/bin/ocrmypdf
 
 clean:
 	rm -rf out $(VENV) build *.egg-info

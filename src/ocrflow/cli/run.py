@@ -12,6 +12,15 @@ from pydantic import ValidationError
 
 from ocrflow.cli.display import run_with_display, show_summary
 from ocrflow.cli.exits import OUTPUT_ERROR, fail, nothing_to_convert, output_failure
+from ocrflow.cli.ocrmypdf_names import (
+    Deskew,
+    ForceOcr,
+    Pdfa,
+    RedoOcr,
+    RotatePages,
+    Sidecar,
+    SkipText,
+)
 from ocrflow.config.builder import build_run_config, option_default
 from ocrflow.config.environment import shard_settings
 from ocrflow.config.flags import validation_message
@@ -52,8 +61,19 @@ def run_command(
     output: Annotated[str, typer.Option("-o", "--output", help="Output directory or URL.")],
     pages: Annotated[str | None, typer.Option(help="Pages to convert, e.g. 1-5,9,20-end.")] = None,
     text_layer: Annotated[
-        str, typer.Option(help="auto: use good native text; off: always OCR; only: never OCR.")
+        str,
+        typer.Option(
+            help="auto: use good native text; off: always OCR; only: never OCR; redo: as auto, "
+            "but hidden text (an earlier OCR's) is OCR'd again and replaced in --format pdf."
+        ),
     ] = option_default("text_layer"),
+    skip_text: SkipText = False,
+    force_ocr: ForceOcr = False,
+    redo_ocr: RedoOcr = False,
+    sidecar: Sidecar = False,
+    pdfa: Pdfa = False,
+    rotate_pages: RotatePages = False,
+    deskew: Deskew = False,
     engine: Annotated[
         str,
         typer.Option(
@@ -62,6 +82,13 @@ def run_command(
     ] = option_default("engine"),
     target_dim: Annotated[
         int | None, typer.Option(help="Longest side of rendered pages, px (default: the engine's).")
+    ] = None,
+    dpi: Annotated[
+        int | None,
+        typer.Option(
+            help="Render every page at this resolution (default: the engine's; CPU engines "
+            "read scans at their own, at most 400 dpi)."
+        ),
     ] = None,
     page_separator: Annotated[
         bool, typer.Option(help="Mark pages in the Markdown.")
@@ -112,7 +139,12 @@ def run_command(
         typer.Option(min=1, help="Embedded engine: pages read at once (default: 2 on 2+ cores)."),
     ] = None,
     languages: Annotated[
-        str, typer.Option(help="Tesseract languages, e.g. eng+deu.")
+        str,
+        typer.Option(
+            "-l",
+            "--languages",
+            help="Tesseract languages, e.g. eng+deu (the embedded engine needs none).",
+        ),
     ] = option_default("languages"),
     embedded_backend: Annotated[
         str,

@@ -6,14 +6,22 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ocrflow.config.access import AccessPolicy
 from ocrflow.config.machine import usable_cpus
 from ocrflow.config.pagespec import validate_page_spec
 from ocrflow.errors import ConfigError
 
-TextLayerMode = Literal["auto", "off", "only"]
+TextLayerMode = Literal["auto", "off", "only", "redo"]
 EngineKind = Literal["embedded", "tesseract", "openai", "vllm"]
 
 
@@ -26,6 +34,9 @@ class RenderOptions(_Options):
 
     #: Longest side of rendered pages; ``None`` lets the engine or recipe choose.
     target_dim: int | None = Field(None, ge=64, le=10_000)
+    #: Render every page at this resolution instead; ``None`` lets the engine choose (a
+    #: CPU engine reads scans at their own resolution). ``target_dim`` wins over it.
+    dpi: int | None = Field(None, ge=36, le=1200)
     #: Rendered bitmaps larger than this many pixels are refused (bombs).
     max_pixels: int = Field(40_000_000, ge=1_000_000)
     #: A page side longer than this many PDF points is treated as corrupt (a page claiming 2^31 pt).
@@ -41,6 +52,8 @@ class RenderOptions(_Options):
 class RouteOptions(_Options):
     """Which pages go to the engine."""
 
+    #: auto: a page's own text when it is good, else OCR; off: OCR every page; only: never
+    #: OCR; redo: as auto, but a page whose text is hidden (an earlier OCR's) is OCR'd again.
     text_layer: TextLayerMode = "auto"
 
 
@@ -105,9 +118,13 @@ class OutputOptions(_Options):
     files exist, never what a page says."""
 
     page_separator: bool = False
+    #: ``--sidecar`` (OCRmyPDF's flag): the ``txt`` format goes along with ``formats``, each
+    #: document's plain text, pages apart by form feeds. Declared before ``formats``, whose
+    #: check adds it.
+    sidecar: bool = False
     #: Output formats, names from ``ocrflow.sinks.KNOWN_FORMATS`` (checked there, where the
     #: sinks are registered); figure files always go along.
-    formats: tuple[str, ...] = ("markdown", "jsonl")
+    formats: tuple[str, ...] = Field(("markdown", "jsonl"), validate_default=True)
     #: ``chunks``: the most tokens a chunk holds (a table or formula is never split).
     chunk_tokens: int = Field(512, ge=16, le=65536)
     #: Leave blocks labelled page_header / page_footer out of the Markdown, text and
@@ -116,6 +133,24 @@ class OutputOptions(_Options):
     #: Name each source in the outputs by its path relative to the input that named it,
     #: not by its URI (the job service: a server's folders are not its clients' business).
     relative_source_names: bool = False
+    #: ``--pdfa``: searchable PDFs are written as PDF/A-2b (``sinks/pdfa.py``); an
+    #: encrypted input keeps its encryption and gets a plain searchable PDF.
+    pdfa: bool = False
+    #: ``--rotate-pages``: an OCR'd page the engine turned to read is shown upright in the
+    #: searchable PDF (its ``/Rotate`` turned by as much). Like ``formats``, neither changes
+    #: what a page says: not part of the fingerprint.
+    rotate_pages: bool = False
+    #: ``--deskew``: an OCR'd page whose lines the engine measured askew is shown
+    #: straightened in the searchable PDF (``sinks/pdf_deskew.py``; no image re-encoded).
+    deskew: bool = False
+
+    @field_validator("formats")
+    @classmethod
+    def _sidecar_is_txt(cls, formats: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        # One place turns --sidecar into the format every sink, stage and worker sees.
+        if info.data.get("sidecar") and "txt" not in formats:
+            return (*formats, "txt")
+        return formats
 
     def fingerprint_fields(self) -> dict[str, object]:
         """What changes a document's text outputs, only where set (older runs keep their
@@ -262,7 +297,8 @@ class RunConfig(_Options):
     def _optional_fingerprint_fields(self) -> dict[str, object]:
         """Settings added later, present only when used (older runs keep their fingerprint)."""
         preset = {"preset": self.engine.preset} if self.engine.preset else {}
-        return preset | self.out.fingerprint_fields() | self.passes.fingerprint_fields()
+        dpi = {"dpi": self.render.dpi} if self.render.dpi is not None else {}
+        return preset | dpi | self.out.fingerprint_fields() | self.passes.fingerprint_fields()
 
     def fingerprint(self) -> str:
         """A short stable hash of ``fingerprint_fields``."""

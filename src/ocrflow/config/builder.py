@@ -24,6 +24,7 @@ import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import SecretStr
@@ -82,6 +83,7 @@ def _same(value: Any) -> Any:
 _OPTIONS: dict[str, tuple[str, str, Convert]] = {
     "pages": ("", "pages", _same),
     "target_dim": ("render", "target_dim", _same),
+    "dpi": ("render", "dpi", _same),
     "page_timeout": ("render", "page_timeout_s", _same),
     "max_image_pixels": ("render", "max_image_pixels", _same),
     "max_pixels": ("render", "max_pixels", _same),
@@ -120,6 +122,10 @@ _OPTIONS: dict[str, tuple[str, str, Convert]] = {
     "output_format": ("out", "formats", _formats),
     "chunk_tokens": ("out", "chunk_tokens", _same),
     "drop_headers_footers": ("out", "drop_headers_footers", _same),
+    "sidecar": ("out", "sidecar", _same),
+    "pdfa": ("out", "pdfa", _same),
+    "rotate_pages": ("out", "rotate_pages", _same),
+    "deskew": ("out", "deskew", _same),
     "split_pages": ("scale", "split_pages", _same),
     "lease_ttl": ("scale", "lease_ttl_s", _same),
     "stages": ("stages", "stages", lambda v: parse_stages(",".join(_words(v)))),
@@ -130,8 +136,10 @@ _OPTIONS: dict[str, tuple[str, str, Convert]] = {
 }
 #: ``password``: one or several; ``passwords``: a file of them, one a line.
 _SECRETS = frozenset({"password", "passwords"})
+#: OCRmyPDF's flags, each a ``--text-layer`` mode under the name its users type.
+TEXT_LAYER_ALIASES = MappingProxyType({"skip_text": "auto", "force_ocr": "off", "redo_ocr": "redo"})
 #: Every option ``build_run_config`` takes.
-OPTION_NAMES = frozenset(_OPTIONS) | _SECRETS
+OPTION_NAMES = frozenset(_OPTIONS) | _SECRETS | frozenset(TEXT_LAYER_ALIASES)
 
 
 class UnknownOption(ConfigError, TypeError):
@@ -152,6 +160,7 @@ def build_run_config(
     ``ConfigError`` for a value that cannot be read, pydantic's ``ValidationError`` for one
     the configuration refuses (callers name the flag or option from its location)."""
     check_option_names(options, OPTION_NAMES)
+    options = _text_layer_alias(options)
     data: dict[str, Any] = base.model_dump() if base is not None else {}
     for name, value in options.items():
         if value is None or name in _SECRETS:
@@ -163,6 +172,23 @@ def build_run_config(
         data["passwords"] = _passwords(options.get("password"), options.get("passwords"))
     data.update(inputs=tuple(os.fspath(i) for i in _paths(inputs)), output=os.fspath(output))
     return RunConfig.model_validate(data)
+
+
+def _text_layer_alias(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with OCRmyPDF's ``skip_text``/``force_ocr``/``redo_ocr`` turned into
+    ``text_layer``; two that disagree are a ``ConfigError``."""
+    given = [name for name in TEXT_LAYER_ALIASES if options.get(name)]
+    rest = {k: v for k, v in options.items() if k not in TEXT_LAYER_ALIASES}
+    if not given:
+        return rest
+    mode = TEXT_LAYER_ALIASES[given[0]]
+    chosen = rest.get("text_layer")
+    if len(given) > 1 or chosen not in (None, "auto", mode):
+        flags = [f"--{name.replace('_', '-')}" for name in given]
+        if chosen not in (None, "auto", mode):
+            flags.append(f"--text-layer {chosen}")
+        raise ConfigError(f"{' and '.join(flags)} ask for different pages to be OCR'd: give one")
+    return rest | {"text_layer": mode}
 
 
 def option_for(section: str, field: str) -> str:

@@ -42,6 +42,8 @@ class Page:
     the turn (degrees clockwise) the engine gave the page to read it; boxes are on the page
     as rendered, before that turn. ``confidence`` (0..1) is ``page_confidence``: how much
     the page's reading can be trusted (``document.confidence``), ``None`` when unknown.
+    ``skew`` is the angle (degrees) the printed lines run down to the right on the page as
+    the engine read it (after ``rotation``), 0.0 when level or not measured.
     """
 
     number: int
@@ -55,6 +57,7 @@ class Page:
     reason: str | None = None
     error: str | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
+    skew: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +160,7 @@ def page_from_result(page: PageResult, figure_markdown: FigureMarkdown | None = 
         page.reason,
         page.error,
         dict(page.attributes),
+        float(page.attributes.get("skew", 0.0) or 0.0),
     )
 
 
@@ -268,6 +272,7 @@ def _page_dict(page: Page) -> dict[str, Any]:
         "status": str(page.status),
         "size": {"width": page.size.width, "height": page.size.height} if page.size else None,
         "rotation": page.rotation,
+        "skew": page.skew,
         "confidence": page.confidence,
         "reason": page.reason,
         "error": page.error,
@@ -290,6 +295,7 @@ def _page_from_dict(data: Mapping[str, Any]) -> Page:
         data.get("reason"),
         data.get("error"),
         dict(data.get("attributes") or {}),
+        float(data.get("skew", 0.0) or 0.0),
     )
 
 

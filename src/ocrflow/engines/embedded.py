@@ -28,6 +28,7 @@ import contextlib
 import ctypes
 import io
 import logging
+import math
 import sys
 import threading
 import time
@@ -50,7 +51,9 @@ from ocrflow.engines.geometry import (
     turn_quads_quarter,
 )
 from ocrflow.engines.layout import TextBox, laid_out
+from ocrflow.engines.line_threads import LineThreads
 from ocrflow.engines.runtime import resolve_backend
+from ocrflow.engines.skew import page_skew
 from ocrflow.errors import ConfigError, EngineError, EngineRejected
 from ocrflow.types import Block, EngineReply, PageImage, PageRequest
 
@@ -116,6 +119,8 @@ class OcrText:
     #: The page's paragraphs, tables and running header/footer in reading order, boxes in
     #: 0..1 of the image as it was given (before any turn).
     blocks: tuple[Block, ...] = ()
+    #: Degrees the printed lines run down to the right, on the page as read (turned).
+    skew: float = 0.0
 
     @property
     def mean_confidence(self) -> float:
@@ -133,6 +138,10 @@ class EmbeddedEngine:
     """
 
     name = "embedded"
+    #: The resolution pages are rendered at (``render/resolution.py``): the detector shrinks
+    #: a page to its own size anyway, the recogniser reads each line from the page's pixels.
+    reading_dpi = 300.0
+    max_scan_dpi = 400.0
     image_encoding = "raw"
 
     def __init__(
@@ -145,6 +154,7 @@ class EmbeddedEngine:
         self._preloading: threading.Thread | None = None
         self._slots = asyncio.Semaphore(max_parallel)
         self._parallel = max_parallel
+        self._line_threads = LineThreads(max_parallel)
 
     async def infer(self, request: PageRequest) -> EngineReply:
         """Read one page image; ``EngineRejected`` when the image cannot be decoded."""
@@ -159,7 +169,11 @@ class EmbeddedEngine:
             latency_s=time.perf_counter() - started,
             rotation=result.rotation,
             engine="rapidocr",
-            attributes={"boxes": len(result.boxes), "mean_confidence": result.mean_confidence},
+            attributes={
+                "boxes": len(result.boxes),
+                "mean_confidence": result.mean_confidence,
+                "skew": result.skew,
+            },
             blocks=result.blocks,
         )
 
@@ -187,6 +201,7 @@ class EmbeddedEngine:
             await asyncio.to_thread(loading.join)
         with self._load_lock:
             self._models = None
+        await asyncio.to_thread(self._line_threads.close)
 
     def recognize(self, image: Image.Image) -> OcrText:
         """Read a PIL image synchronously (benchmarks, tests, scripts)."""
@@ -218,6 +233,7 @@ class EmbeddedEngine:
                     backend=resolve_backend(options.backend),
                     streams=self._parallel,
                     charset=options.charset,
+                    line_threads=self._line_threads,
                 )
                 logger.debug("loaded the PP-OCR models with %s", self.options)
             return self._models
@@ -268,7 +284,8 @@ def _read_page(models: PpocrModels, bgr: np.ndarray, options: EmbeddedOptions) -
     blocks = ocr_blocks(paragraphs, PageFrame(bgr.shape[1], bgr.shape[0], rotation))
     clock.lap("blocks")
     text = "\n\n".join(paragraph.text for paragraph in paragraphs)
-    return OcrText(text, rotation, boxes, clock.laps, blocks)
+    skew = math.degrees(page_skew([b for b in boxes if b.text.strip()]))
+    return OcrText(text, rotation, boxes, clock.laps, blocks, round(skew, 2))
 
 
 class _Clock:

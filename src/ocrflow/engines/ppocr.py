@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -18,6 +18,7 @@ import cv2
 import numpy as np
 
 from ocrflow.engines.geometry import Quads, line_length
+from ocrflow.engines.line_threads import LineThreads
 from ocrflow.engines.ppocr_charset import (
     alphabetic_classes,
     alphabetic_model,
@@ -50,16 +51,28 @@ class LineModel:
 
     session: Session
     decoder: CtcDecoder
+    #: Where a page's lines are read side by side (``line_threads.py``).
+    threads: LineThreads = field(default_factory=lambda: LineThreads(1))
 
     def read(self, lines: list[np.ndarray], batch: int) -> list[tuple[str, float]]:
         """Text and confidence of each line, read ``batch`` at a time, narrowest first
-        (a batch is padded to its widest line)."""
+        (a batch is padded to its widest line); the lines dealt out in turn among the
+        line threads, so each gets as many wide lines as narrow ones."""
         order = np.argsort([line_length(line) for line in lines], kind="stable")
+        shares = self.threads.shares(len(lines))
+        parts = [order[k::shares] for k in range(shares)]
+
+        def read_part(part: np.ndarray) -> list[tuple[int, tuple[str, float]]]:
+            read: list[tuple[int, tuple[str, float]]] = []
+            for start in range(0, len(part), batch):
+                chosen = part[start : start + batch]
+                best = self.session(recognizer_input([lines[i] for i in chosen]), best_classes)
+                read += zip(chosen, self.decoder.decode_batch(best), strict=True)
+            return read
+
         results: list[tuple[str, float]] = [("", 0.0)] * len(lines)
-        for start in range(0, len(lines), batch):
-            chosen = order[start : start + batch]
-            best = self.session(recognizer_input([lines[i] for i in chosen]), best_classes)
-            for index, result in zip(chosen, self.decoder.decode_batch(best), strict=True):
+        for part in self.threads.map(read_part, parts):
+            for index, result in part:
                 results[index] = result
         return results
 
@@ -90,6 +103,7 @@ class PpocrModels:
         backend: str = "onnxruntime",
         streams: int = 1,
         charset: str = "all",
+        line_threads: LineThreads | None = None,
     ) -> PpocrModels:
         """Build the models from the wheel's own files, run by ``backend`` (``runtime.py``)
         with ``threads`` threads a call and ``streams`` calls at once, the detector's input
@@ -139,10 +153,11 @@ class PpocrModels:
             raise EngineError(f"{files['rec'].name} carries no character list")
         known = characters.splitlines()
         alphabetic = None
+        shared = line_threads or LineThreads(1)
         if cut and cut[0] is not None:
             kept = [known[i - 1] for i in alphabetic_classes(known)[1:-1]]
-            alphabetic = LineModel(cut[0], CtcDecoder(kept))
-        recognizer = LineModel(whole, CtcDecoder(known))
+            alphabetic = LineModel(cut[0], CtcDecoder(kept), shared)
+        recognizer = LineModel(whole, CtcDecoder(known), shared)
         return cls(detector, classifier, recognizer, alphabetic, det_side, rec_batch, cls_batch)
 
     def detect(self, bgr: np.ndarray) -> Quads:

@@ -12,11 +12,17 @@ from ocrflow.engines.boxes import TextBox
 _LEVEL = math.radians(0.2)
 
 
-def deskew(boxes: Sequence[TextBox]) -> list[TextBox]:
-    """The boxes turned about the origin by minus the page's skew: the median slope of
-    its long lines (at least three times as long as high; short boxes' slopes are noise)."""
+def page_skew(boxes: Sequence[TextBox]) -> float:
+    """The page's skew, radians (positive: lines run down to the right): the median slope
+    of its long lines (at least three times as long as high; short boxes' slopes are
+    noise); 0.0 without any."""
     slopes = [b.angle for b in boxes if b.x1 - b.x0 >= 3 * b.text_height]
-    skew = median(slopes) if slopes else 0.0
+    return median(slopes) if slopes else 0.0
+
+
+def deskew(boxes: Sequence[TextBox]) -> list[TextBox]:
+    """The boxes turned about the origin by minus the page's skew (``page_skew``)."""
+    skew = page_skew(boxes)
     if abs(skew) < _LEVEL:
         return list(boxes)
     return [_turned(box, skew) for box in boxes]

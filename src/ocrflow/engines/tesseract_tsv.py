@@ -9,7 +9,9 @@ each paragraph is one block with its lines and words, boxes in 0..1 of the page.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from statistics import median
 
 from ocrflow.errors import EngineError
 from ocrflow.types import Block, BlockLabel, Line, Word, union_box, unit_box, unit_score
@@ -17,6 +19,8 @@ from ocrflow.types import Block, BlockLabel, Line, Word, union_box, unit_box, un
 _COLUMNS = 12
 _PAGE, _PARAGRAPH, _LINE, _WORD = 1, 3, 4, 5
 #: Bullets and numbers that make a paragraph a list item.
+#: Words a line needs for its slope to count (two always fit a line).
+_SKEW_WORDS = 3
 _BULLETS = ("•", "·", "▪", "◦", "●", "○", "■", "□", "-", "–", "—", "*")
 
 
@@ -26,6 +30,10 @@ class TsvPage:
 
     text: str
     blocks: tuple[Block, ...] = ()
+    #: Degrees the printed lines run down to the right (``line_skew``).
+    skew: float = 0.0
+    #: Degrees clockwise the page was turned to read it (``tesseract_osd.py``).
+    rotation: int = 0
 
 
 @dataclass(slots=True)
@@ -58,7 +66,29 @@ def parse_tsv(tsv: str) -> TsvPage:
                 size = (max(width, 1), max(height, 1))
                 paragraphs[-1].lines[-1][1].append(_word(text, box, float(cells[10]), size))
     blocks = tuple(b for b in (_block(p, width, height) for p in paragraphs) if b is not None)
-    return TsvPage("\n\n".join(block.text for block in blocks), blocks)
+    lines = [words for p in paragraphs for _, words in p.lines]
+    skew = line_skew(lines, max(width, 1), max(height, 1))
+    return TsvPage("\n\n".join(block.text for block in blocks), blocks, skew)
+
+
+def line_skew(lines: list[list[Word]], width: int, height: int) -> float:
+    """The page's skew in degrees, from the words of its lines: Tesseract reads a skewed
+    page level, yet boxes each word upright where it lies, so along a line the words' centres
+    climb or fall. The median over lines of three words or more of the least-squares slope
+    of their centres (0.0 without such lines)."""
+    slopes = []
+    for words in lines:
+        boxes = [w.bbox for w in words if w.bbox]
+        if len(boxes) < _SKEW_WORDS:
+            continue
+        xs = [(box[0] + box[2]) / 2 * width for box in boxes]
+        ys = [(box[1] + box[3]) / 2 * height for box in boxes]
+        mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+        spread = sum((x - mean_x) ** 2 for x in xs)
+        if spread > 0:
+            rise = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
+            slopes.append(rise / spread)
+    return round(math.degrees(math.atan(median(slopes))), 2) if slopes else 0.0
 
 
 def _pixels(cells: list[str]) -> tuple[int, int, int, int]:

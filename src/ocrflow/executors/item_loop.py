@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ocrflow.config import RunConfig
-from ocrflow.errors import SourceError
+from ocrflow.errors import OcrflowError, SourceError
 from ocrflow.executors.pipeline_setup import page_budget
 from ocrflow.inputs.copies import RowFetcher
 from ocrflow.observe.runstats import RunStats
@@ -223,7 +223,14 @@ class ItemLoop:
                     await committed.wait()
             finally:
                 self._kept.discard(item.item_id)
-                await asyncio.to_thread(self.leases.release, lease)
+                try:
+                    await asyncio.to_thread(self.leases.release, lease)
+                except (OcrflowError, OSError) as exc:
+                    # Nobody awaits a keeper: the error would surface only as asyncio's
+                    # "Task exception was never retrieved" (a full disk did that). The lease
+                    # just expires; whatever broke OUT stops the run where it is written, with
+                    # its one error line.
+                    log.debug("could not let go of lease %s: %s", lease.key, exc)
 
         keeper = asyncio.get_running_loop().create_task(keep())
         self._keepers.add(keeper)

@@ -12,6 +12,7 @@ from ocrflow.readers.markdown_clean import recipe_prompts
 from ocrflow.readers.plain import PageReader, PlainReader
 from ocrflow.readers.session import EngineSession
 from ocrflow.render.pool import RenderPool
+from ocrflow.render.resolution import Resolution
 from ocrflow.sinks import Outputs
 from ocrflow.types import DocumentResult, PageResult
 from ocrflow.workspace.state import Workspace
@@ -88,6 +89,17 @@ def render_dim(config: RunConfig, session: EngineSession) -> int:
 ADAPTIVE_PAGES_PER_REPLICA = 512
 
 
+def render_resolution(config: RunConfig, session: EngineSession) -> Resolution:
+    """The size pages are rendered at: ``--target-dim`` or ``--dpi`` when given, else the
+    engine's resolution (a CPU engine), else its recipe's pixel target (a VLM)."""
+    render = config.render
+    if render.target_dim is None and render.dpi is not None:
+        return Resolution(render_dim(config, session), dpi=render.dpi)
+    if render.target_dim is None and session.recipe is None and session.dpi is not None:
+        return Resolution(session.target_dim, dpi=session.dpi, max_scan_dpi=session.max_scan_dpi)
+    return Resolution(render_dim(config, session))
+
+
 def page_budget(config: RunConfig) -> int:
     """How many pages may be rendered and not yet read: enough to keep the engine busy."""
     render_ahead = CHUNK_PAGES * config.render.workers * 2
@@ -127,6 +139,6 @@ def build_pipeline(
         progress=FanOut(*listeners) if len(listeners) > 1 else listeners[0],
         fingerprint=fingerprint,
         engine_name=session.label,
-        target_dim=render_dim(config, session),
+        resolution=render_resolution(config, session),
         prompts=recipe_prompts(session.recipe),
     )

@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import time
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 from ocrflow.config import RunConfig
+from ocrflow.errors import OcrflowError
 from ocrflow.executors.item_loop import ItemLoop, WorkerOptions
 from ocrflow.executors.pipeline_setup import build_pipeline, build_reader
 from ocrflow.observe.metrics import Metrics
@@ -31,6 +33,8 @@ from ocrflow.render.pool import RenderPool
 from ocrflow.workspace.records import RunRecord
 from ocrflow.workspace.state import Workspace, store_call
 from ocrflow.workspace.workitems import Manifest
+
+log = logging.getLogger("ocrflow.worker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +170,14 @@ async def _recording(
     async def refresh() -> None:
         while True:
             await asyncio.sleep(10)
-            await asyncio.to_thread(save)
+            try:
+                await asyncio.to_thread(save)
+            except (OcrflowError, OSError) as exc:
+                # Nobody awaits this task: an error would end it unseen but for asyncio's
+                # "Task exception was never retrieved" (a full disk did that). The record
+                # is tried again at the next beat and at the end, where a failure stops the
+                # run with its one error line; a warning here would only come before it.
+                log.debug("could not record this run's progress: %s", exc)
 
     task = asyncio.get_running_loop().create_task(refresh())
     try:

@@ -28,6 +28,7 @@ from ocrflow.readers.markdown_clean import clean_page
 from ocrflow.readers.plain import PageReader
 from ocrflow.render.jobs import PageJob, ProbeJob, RenderedPage, RenderSpec
 from ocrflow.render.pool import RenderPool
+from ocrflow.render.resolution import Resolution
 from ocrflow.sinks import DocumentMeta, FinishedDocument, OriginalFile, Outputs
 from ocrflow.storage.names import local_path
 from ocrflow.types import (
@@ -166,7 +167,7 @@ class DocumentPipeline:
         progress: Progress,
         fingerprint: str,
         engine_name: str,
-        target_dim: int,
+        resolution: Resolution,
         prompts: tuple[str, ...] = (),
     ) -> None:
         self.pages = pages
@@ -186,7 +187,9 @@ class DocumentPipeline:
         #: What the recipe asks, so the clean pass can strip a reply that repeats it.
         self.prompts = prompts
         self.spec = RenderSpec(
-            target_dim=target_dim,
+            target_dim=resolution.target_dim,
+            dpi=resolution.dpi,
+            max_scan_dpi=resolution.max_scan_dpi,
             max_pixels=render.max_pixels,
             max_page_points=render.max_page_points,
             max_image_pixels=render.max_image_pixels,

@@ -38,6 +38,10 @@ class EngineSession:
     label: str
     #: The page size this engine reads best at, unless the user chose one.
     target_dim: int
+    #: A CPU engine reads at a resolution instead: born-digital pages at ``dpi``, scans at
+    #: their own, at most ``max_scan_dpi`` (``render/resolution.py``).
+    dpi: float | None = None
+    max_scan_dpi: float | None = None
     #: Set when the session was opened with ``ready_later``: done once the engine serves
     #: (its servers started and answered), or failed with why it never will.
     ready: asyncio.Task[None] | None = None
@@ -70,7 +74,14 @@ async def open_engine(
         if isinstance(engine, EmbeddedEngine):
             engine.preload()
         try:
-            yield EngineSession(engine, None, engine.name, _default_dim(engine))
+            yield EngineSession(
+                engine,
+                None,
+                engine.name,
+                _default_dim(engine),
+                dpi=getattr(engine, "reading_dpi", None),
+                max_scan_dpi=getattr(engine, "max_scan_dpi", None),
+            )
         finally:
             await engine.aclose()
         return

@@ -14,9 +14,12 @@ from ocrflow.errors import RenderError
 from ocrflow.render.blank import is_blank_image
 from ocrflow.render.pdf import open_pdf, page_count, render_pdf_page
 from ocrflow.render.raster import frame_count, open_image, render_frame
+from ocrflow.render.resolution import Resolution, fit_pixels
 from ocrflow.render.textlayer import extract_text_layer, score_text_layer
 from ocrflow.types import Block, PageImage, Reason
 
+#: ``--text-layer redo`` OCRs a page again when this share of its text is invisible.
+HIDDEN_LAYER_SHARE = 0.5
 OUT_OF_MEMORY = "the page needs more memory than a render process may use (--render-memory)"
 
 
@@ -25,12 +28,21 @@ class RenderSpec:
     """How to turn a page into what the router and engine need."""
 
     target_dim: int = 1288
+    #: Set: pages rendered at this resolution instead (scans at their own, at most
+    #: ``max_scan_dpi``, when that is set too; ``resolution.py``).
+    dpi: float | None = None
+    max_scan_dpi: float | None = None
     max_pixels: int = 40_000_000
     max_page_points: float = 200_000.0
     max_image_pixels: int = 400_000_000
     text_layer: str = "auto"
     #: "raw" pixels for in-process engines, or "png"/"jpeg" for the wire.
     encoding: str = "raw"
+
+    @property
+    def resolution(self) -> Resolution:
+        """The size pages get (``resolution.py``)."""
+        return Resolution(self.target_dim, self.dpi, self.max_scan_dpi)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,34 +163,64 @@ def _route_pdf_page(
     # The text layer is read even with --text-layer off (about 2 ms a page): a good one is
     # the fallback when the engine cannot read the page.
     layer = _read_text_layer(page, required=spec.text_layer == "only")
-    text, ok, score, reasons, blocks = layer
-    use_text = spec.text_layer == "only" or (spec.text_layer == "auto" and ok)
+    use_text = spec.text_layer == "only" or (
+        layer.ok and (spec.text_layer == "auto" or (spec.text_layer == "redo" and not layer.hidden))
+    )
     if use_text and not job.force_image and not rotation:
         return RenderedPage(
             number,
-            text=text,
-            text_ok=ok,
-            text_score=score,
-            text_reasons=reasons,
+            text=layer.text,
+            text_ok=layer.ok,
+            text_score=layer.score,
+            text_reasons=layer.reasons,
             elapsed_s=time.perf_counter() - started,
-            text_blocks=blocks,
+            text_blocks=layer.blocks,
         )
     image = render_pdf_page(
         page,
-        target_dim=spec.target_dim,
+        scale=_pdf_scale(page, spec, layer.scan_dpi),
         max_page_points=spec.max_page_points,
         max_pixels=spec.max_pixels,
         rotation=rotation,
     )
     finished = _finish_image(
-        number, image, spec, started, text=text, ok=ok, score=score, reasons=reasons
+        number,
+        image,
+        spec,
+        started,
+        text=layer.text,
+        ok=layer.ok,
+        score=layer.score,
+        reasons=layer.reasons,
     )
-    return replace(finished, text_blocks=blocks) if finished.text else finished
+    return replace(finished, text_blocks=layer.blocks) if finished.text else finished
 
 
-def _read_text_layer(
-    page: pdfium.PdfPage, *, required: bool
-) -> tuple[str | None, bool, float | None, tuple[str, ...], tuple[Block, ...]]:
+def _pdf_scale(page: pdfium.PdfPage, spec: RenderSpec, scan_dpi: float) -> float:
+    """Pixels a point: a resolution is shrunk to fit ``max_pixels`` (a poster at 300 dpi),
+    a pixel target is not (an absurd page fails as too large)."""
+    width, height = page.get_size()
+    scale = spec.resolution.pdf_scale(width, height, scan_dpi)
+    if spec.dpi is None or width <= 0 or height <= 0:
+        return scale
+    return fit_pixels(scale, width, height, spec.max_pixels)
+
+
+@dataclass(frozen=True, slots=True)
+class _LayerVerdict:
+    """A page's text layer, its verdict, its blocks and the resolution of its scan."""
+
+    text: str | None = None
+    ok: bool = False
+    score: float | None = None
+    reasons: tuple[str, ...] = ()
+    blocks: tuple[Block, ...] = ()
+    scan_dpi: float = 0.0
+    #: Most of its text is invisible: an earlier OCR's layer (``--text-layer redo``).
+    hidden: bool = False
+
+
+def _read_text_layer(page: pdfium.PdfPage, *, required: bool) -> _LayerVerdict:
     """The text layer, its verdict and its blocks; an unreadable layer is "no layer"
     unless required."""
     try:
@@ -186,9 +228,17 @@ def _read_text_layer(
     except RenderError:
         if required:
             raise
-        return None, False, None, ("unreadable_text_layer",), ()
+        return _LayerVerdict(reasons=("unreadable_text_layer",))
     quality = score_text_layer(layer)
-    return layer.text, quality.ok, quality.score, quality.reasons, layer.blocks
+    return _LayerVerdict(
+        layer.text,
+        quality.ok,
+        quality.score,
+        quality.reasons,
+        layer.blocks,
+        layer.scan_dpi,
+        hidden=layer.hidden_share >= HIDDEN_LAYER_SHARE,
+    )
 
 
 def _render_image_frames(job: PageJob) -> list[RenderedPage]:
@@ -203,7 +253,7 @@ def _one_frame(image: Image.Image, number: int, spec: RenderSpec, rotation: int)
     if spec.text_layer == "only":
         return RenderedPage(number, text=None, text_reasons=("no_text_layer",))
     try:
-        frame = render_frame(image, number, target_dim=spec.target_dim)
+        frame = render_frame(image, number, resolution=spec.resolution, max_pixels=spec.max_pixels)
         if rotation:
             frame = frame.rotate(-rotation, expand=True)
     except RenderError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,8 @@ class PageCensus:
     order: int = 0
     #: Painting order of the last image covering the page, -1 if none.
     cover_order: int = -1
+    #: Resolution of the finest image covering the page, pixels per inch (0: no cover).
+    scan_dpi: float = 0.0
     #: Address -> painting order of every text object, filled only when a cover exists.
     text_order: dict[int, int] = field(default_factory=dict)
     #: Text objects in a font the PDF does not embed: object address -> font address.
@@ -136,6 +139,20 @@ def _add_image(obj: object, census: PageCensus, matrix: _Matrix) -> None:
     page_left, page_bottom, page_right, page_top = census.page_box
     if area >= SCAN_COVERAGE * (page_right - page_left) * (page_top - page_bottom):
         census.cover_order = census.order
+        census.scan_dpi = max(census.scan_dpi, _image_dpi(obj, matrix))
+
+
+def _image_dpi(obj: object, matrix: _Matrix) -> float:
+    """Pixels per inch of an image object as placed on the page: its pixels over the
+    sides of the unit square its matrix maps (a turned or skewed scan measures true)."""
+    width, height = ctypes.c_uint(), ctypes.c_uint()
+    if not pdfium_c.FPDFImageObj_GetImagePixelSize(obj, width, height):
+        return 0.0
+    a, b, c, d, _, _ = _compose(_object_matrix(obj), matrix)
+    across, down = math.hypot(a, b) / 72, math.hypot(c, d) / 72
+    if across <= 0 or down <= 0:
+        return 0.0
+    return max(width.value / across, height.value / down)
 
 
 def hidden_share(

@@ -98,12 +98,14 @@ def page_count(pdf: pdfium.PdfDocument) -> int:
 def render_pdf_page(
     page: pdfium.PdfPage,
     *,
-    target_dim: int,
+    target_dim: int | None = None,
+    scale: float | None = None,
     max_page_points: float,
     max_pixels: int,
     rotation: int = 0,
 ) -> Image.Image:
-    """Render ``page`` so its longest side is ``target_dim`` pixels.
+    """Render ``page`` at ``scale`` pixels a point, or so its longest side is ``target_dim``
+    pixels.
 
     Page sizes are checked before any bitmap is allocated: a page claiming absurd dimensions
     fails as ``too_large`` instead of asking PDFium for gigabytes.
@@ -111,7 +113,10 @@ def render_pdf_page(
     width, height = page.get_size()
     if not (0 < width <= max_page_points and 0 < height <= max_page_points):
         raise RenderError(f"page size {width:.0f}x{height:.0f} pt is not sane", reason="too_large")
-    scale = target_dim / max(width, height)
+    if scale is None:
+        if target_dim is None:
+            raise ValueError("render_pdf_page needs target_dim or scale")
+        scale = target_dim / max(width, height)
     pixels = (width * scale) * (height * scale)
     if pixels > max_pixels or min(width, height) * scale < 1:
         raise RenderError(f"page would render to {pixels:.0f} px", reason="too_large")

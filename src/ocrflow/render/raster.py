@@ -7,6 +7,7 @@ import warnings
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from ocrflow.errors import RenderError
+from ocrflow.render.resolution import Resolution, fit_pixels, stated_dpi
 from ocrflow.types import Reason
 
 
@@ -49,17 +50,30 @@ def frame_count(image: Image.Image) -> int:
     return max(1, int(getattr(image, "n_frames", 1)))
 
 
-def render_frame(image: Image.Image, frame: int, *, target_dim: int) -> Image.Image:
-    """Frame ``frame`` (1-based) upright per EXIF, scaled so its longest side is ``target_dim``."""
+def render_frame(
+    image: Image.Image,
+    frame: int,
+    *,
+    target_dim: int | None = None,
+    resolution: Resolution | None = None,
+    max_pixels: int | None = None,
+) -> Image.Image:
+    """Frame ``frame`` (1-based) upright per EXIF, scaled so its longest side is
+    ``target_dim``, or as ``resolution`` says (then shrunk to ``max_pixels`` if need be)."""
+    resolution = resolution or Resolution(target_dim=target_dim or 1288)
     try:
         image.seek(frame - 1)
+        scale = resolution.image_scale(image.size, stated_dpi(image.info))
+        if max_pixels is not None and resolution.dpi is not None:
+            scale = fit_pixels(scale, image.width, image.height, max_pixels)
+        side = max(1, round(max(image.size) * scale))
         if image.format == "JPEG":
             # Let libjpeg decode at a reduced scale: far less memory and time for big photos.
-            image.draft("RGB", (target_dim, target_dim))
+            image.draft("RGB", (side, side))
         frame_image = ImageOps.exif_transpose(image.convert("RGB"))
     except (OSError, ValueError, EOFError) as exc:
         raise RenderError(f"cannot decode frame {frame}: {exc}", reason=Reason.CORRUPT) from exc
-    return fit_longest_side(frame_image, target_dim)
+    return fit_longest_side(frame_image, side)
 
 
 def fit_longest_side(image: Image.Image, target_dim: int) -> Image.Image:

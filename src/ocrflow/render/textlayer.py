@@ -65,7 +65,8 @@ class TextLayer:
     Unicode map sends to code points 0-31). ``image_coverage``: share of the page area under
     image objects (0..1). ``hidden_share``: share of the characters a reader cannot see
     (render mode 3 or 7, or painted before an image covering the page). ``blocks``: its
-    paragraphs with their lines' boxes (``textblocks.py``).
+    paragraphs with their lines' boxes (``textblocks.py``). ``scan_dpi``: the resolution
+    of the finest image covering the page (0.0 when none does: a born-digital page).
     """
 
     text: str
@@ -73,6 +74,7 @@ class TextLayer:
     control_chars: int = 0
     image_coverage: float = 0.0
     hidden_share: float = 0.0
+    scan_dpi: float = 0.0
     blocks: tuple[Block, ...] = ()
 
 
@@ -192,6 +194,7 @@ def extract_text_layer(page: pdfium.PdfPage) -> TextLayer:
         image_coverage=census.image_coverage,
         hidden_share=hidden,
         blocks=blocks,
+        scan_dpi=census.scan_dpi,
     )
 
 

@@ -74,10 +74,15 @@ class JobOptions(BaseModel):
     recipe: StrictStr | None = Field(None, max_length=64)
     model: StrictStr | None = Field(None, max_length=MAX_NAME_CHARS)
     target_dim: StrictInt | None = None
+    dpi: StrictInt | None = Field(None, ge=36, le=1200)
     page_separator: StrictBool | None = None
     format: StrictStr | list[StrictStr] | None = None
     chunk_tokens: StrictInt | None = Field(None, ge=16, le=65536)
     drop_headers_footers: StrictBool | None = None
+    #: What ``format: pdf`` writes, as ``--pdfa``, ``--rotate-pages``, ``--deskew``.
+    pdfa: StrictBool | None = None
+    rotate_pages: StrictBool | None = None
+    deskew: StrictBool | None = None
     #: Tesseract's ``-l`` value ("eng+deu"), checked here so a bad one is a 422, not a
     #: job whose engine cannot open.
     languages: StrictStr | None = Field(
@@ -100,8 +105,9 @@ class JobOptions(BaseModel):
 
 #: Job options that are ``ocrflow run`` options under the same name, passed as they are.
 _RUN_OPTIONS = {
-    "pages", "text_layer", "target_dim", "page_separator", "languages", "max_page_error_rate",
-    "dataset_column", "dataset_id_column", "chunk_tokens", "drop_headers_footers",
+    "pages", "text_layer", "target_dim", "dpi", "page_separator", "languages",
+    "max_page_error_rate", "dataset_column", "dataset_id_column", "chunk_tokens",
+    "drop_headers_footers", "pdfa", "rotate_pages", "deskew",
 }  # fmt: skip
 
 

@@ -76,6 +76,12 @@ class SinkContext:
     on_commit: Callable[[list[str]], None]
     #: ``--chunk-tokens``: the most tokens a RAG chunk holds (``chunks``).
     chunk_tokens: int = 512
+    #: ``--pdfa``: searchable PDFs as PDF/A-2b (``pdf``).
+    pdfa: bool = False
+    #: ``--rotate-pages``: OCR'd pages the engine turned are shown upright (``pdf``).
+    rotate_pages: bool = False
+    #: ``--deskew``: OCR'd pages the engine found askew are shown straightened (``pdf``).
+    deskew: bool = False
 
 
 # The layout formats import their libraries (pypdfium2, lxml, docling-core, pyarrow) only when
@@ -89,9 +95,16 @@ def _json(context: SinkContext) -> Sink:
 
 
 def _pdf(context: SinkContext) -> Sink:
-    from ocrflow.sinks.searchable_pdf import PdfSink
+    from ocrflow.sinks.searchable_pdf import PdfOptions, PdfSink
 
-    return PdfSink(context.store)
+    options = PdfOptions(context.pdfa, context.rotate_pages, context.deskew)
+    return PdfSink(context.store, options)
+
+
+def _txt(context: SinkContext) -> Sink:
+    from ocrflow.sinks.sidecar_text import SidecarTextSink
+
+    return SidecarTextSink(context.store)
 
 
 def _hocr(context: SinkContext) -> Sink:
@@ -159,6 +172,8 @@ _FORMATS: Mapping[str, OutputFormat] = MappingProxyType(
         "alto": OutputFormat(_alto, False, False),
         "docling": OutputFormat(_docling, False, True, ("docling_core", "docling")),
         "chunks": OutputFormat(_chunks, True, True),
+        # OCRmyPDF's sidecar: plain text, pages apart by form feeds (``--sidecar``).
+        "txt": OutputFormat(_txt, True, False),
     }
 )
 KNOWN_FORMATS: tuple[str, ...] = tuple(_FORMATS)
@@ -221,7 +236,14 @@ class Outputs:
         self, options: OutputOptions, store: Store, worker: str, *, figures: bool = True
     ) -> None:
         context = SinkContext(
-            store, worker, options.page_separator, self._on_commit, options.chunk_tokens
+            store,
+            worker,
+            options.page_separator,
+            self._on_commit,
+            options.chunk_tokens,
+            pdfa=options.pdfa,
+            rotate_pages=options.rotate_pages,
+            deskew=options.deskew,
         )
         named = [(f, _make(f, context)) for f in validate_formats(options.formats)]
         sinks: list[Sink] = [FigureSink(store)] if figures else []

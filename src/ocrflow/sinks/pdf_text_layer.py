@@ -7,8 +7,9 @@ selectable and searchable, as Tesseract and OCRmyPDF draw them) in a glyph-less 
 Type0 font whose CIDs are UTF-16 code units, every one mapped to one empty 0.5 em glyph,
 and a ``ToUnicode`` map that reads each CID back as itself. Any script can be written with
 it, and no glyph program of ours can ever show through. Each word is stretched
-horizontally (``Tz``) to the width of its box and set at the height of its box, so a
-search highlight covers the printed word.
+horizontally (``Tz``) to the width of its box, at one font size a block (its words' median
+height) on one baseline a line, so a search highlight covers the printed word and text
+extractors find the page's lines and columns (see ``_block_sizes``).
 
 Geometry: boxes are fractions of the page as rendered (``/Rotate`` applied, origin top
 left), and the engine may have turned the page further (``Page.rotation``) to read it.
@@ -24,7 +25,8 @@ import functools
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from statistics import median
+from typing import Any, NamedTuple
 
 import pikepdf
 
@@ -48,6 +50,9 @@ _GLYPHLESS_TTF = (
 #: The glyph advance (em) and the share of a line's height below the baseline.
 _ADVANCE = 0.5
 _DESCENT = 0.2
+#: Blocks whose words are at most this factor taller or smaller than the page's median
+#: word are set at that median size (body text); others (headings) at their own.
+_BODY_SPREAD = 1.3
 _CMAP_HEAD = """/CIDInit /ProcSet findresource begin
 12 dict begin
 begincmap
@@ -112,7 +117,17 @@ def gets_text_layer(page: Page) -> bool:
     return page.route is Route.FALLBACK and page.attributes.get("fallback") == "engine"
 
 
-def reading_words(page: Page) -> list[tuple[str, BBox]]:
+class PlacedWord(NamedTuple):
+    """A word in the reading frame, with the block and line it belongs to (indexes in
+    reading order; words of no block share the index -1)."""
+
+    text: str
+    bbox: BBox
+    block: int
+    line: int
+
+
+def reading_words(page: Page) -> list[PlacedWord]:
     """The page's words with their boxes in the reading frame (the page turned by
     ``page.rotation``, fractions 0..1, origin top left), in reading order."""
     turn = (360 - page.rotation % 360) % 360  # unturning by -r turns by r
@@ -120,30 +135,40 @@ def reading_words(page: Page) -> list[tuple[str, BBox]]:
     def turned(box: BBox | None) -> BBox | None:
         return None if box is None else unturn_box(box, turn)
 
-    placed: list[tuple[str, BBox]] = []
+    placed: list[PlacedWord] = []
     loose: list[str] = []
-    for block in page.blocks:
+    line_number = 0
+    for number, block in enumerate(page.blocks):
         for line in block_lines(block):
             words = tuple(Word(w.text, turned(w.bbox), w.confidence) for w in line.words)
             upright = Line(line.text, turned(line.bbox), line.confidence, words)
             if upright.bbox is None and not any(w.bbox for w in words):
                 loose.append(line.text)
                 continue
-            placed.extend((w.text, w.bbox) for w in line_words(upright) if w.bbox is not None)
+            placed.extend(
+                PlacedWord(w.text, w.bbox, number, line_number)
+                for w in line_words(upright)
+                if w.bbox is not None
+            )
+            line_number += 1
     if not page.blocks:
         loose = plain_lines(page.markdown)
-    placed.extend(_stacked(loose))
+    placed.extend(_stacked(loose, line_number))
     return placed
 
 
-def _stacked(lines: Sequence[str]) -> Iterator[tuple[str, BBox]]:
+def _stacked(lines: Sequence[str], first_line: int) -> Iterator[PlacedWord]:
     if not lines:
         return
     step = min(_LOOSE_LINE, 0.96 / len(lines))
     for row, text in enumerate(lines):
         top = 0.02 + row * step
         line = Line(text, (0.02, top, 0.98, top + step))
-        yield from ((w.text, w.bbox) for w in line_words(line) if w.bbox is not None)
+        yield from (
+            PlacedWord(w.text, w.bbox, -1, first_line + row)
+            for w in line_words(line)
+            if w.bbox is not None
+        )
 
 
 def frame_matrix(frame: PageFrame, turn: int) -> tuple[float, float, float, float, float, float]:
@@ -178,15 +203,20 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
         return b""
     width, height = reading_size(frame, page.rotation)
     matrix = " ".join(_num(v) for v in frame_matrix(frame, page.rotation))
+    across = (frame.rotate + page.rotation) % 180 == 0  # the text runs across as shown
+    sizes = _block_sizes(words, height) if across else {}
+    lines = _line_spans(words)
     ops = [f"q {matrix} cm BT 3 Tr"]
-    for text, (u0, v0, u1, v1) in words:
+    for text, (u0, v0, u1, v1), block, line in words:
         encoded = encode(text.translate(_CONTROL))
-        size = (v1 - v0) * height
+        size = sizes.get(block, (v1 - v0) * height)
         if not encoded or size <= 0.05 or u1 <= u0:
             continue
         glyphs = len(encoded) // 4
         scale = 100 * (u1 - u0) * width / (glyphs * _ADVANCE * size)
-        baseline = (1 - v1) * height + _DESCENT * size
+        # The font's box (ascent 0.8, descent 0.2 em) centred on the line's.
+        top, bottom = lines[line]
+        baseline = (1 - (top + bottom) / 2) * height - (0.5 - _DESCENT) * size
         ops.append(
             f"/{font} {_num(size)} Tf {_num(scale)} Tz "
             f"1 0 0 1 {_num(u0 * width)} {_num(baseline)} Tm <{encoded}> Tj"
@@ -195,6 +225,35 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
         return b""
     ops.append("ET Q")
     return "\n".join(ops).encode("ascii")
+
+
+def _block_sizes(words: Sequence[PlacedWord], height: float) -> dict[int, float]:
+    """One font size a block: the median height of its words' boxes, or the page's when
+    that is within ``_BODY_SPREAD`` of it. Text extractors build lines and columns from font
+    sizes (poppler's ``pdftotext`` keeps lines whose sizes differ by over 5 % out of one
+    block): sized word by word, a two-column page came out with its columns' lines
+    interleaved (CER 0.34 against 0.018). Only for text running across the page as shown:
+    on text running up or down it split lines instead (poppler's vertical text), so there
+    each word keeps its own box's height."""
+    heights: dict[int, list[float]] = {}
+    for word in words:
+        heights.setdefault(word.block, []).append((word.bbox[3] - word.bbox[1]) * height)
+    body = median(h for values in heights.values() for h in values)
+    sizes = {block: median(values) for block, values in heights.items()}
+    return {
+        block: body if body / _BODY_SPREAD <= size <= body * _BODY_SPREAD else size
+        for block, size in sizes.items()
+    }
+
+
+def _line_spans(words: Sequence[PlacedWord]) -> dict[int, tuple[float, float]]:
+    """Each line's top and bottom (fractions, top down): the span of its words' boxes. A
+    line's words share one baseline, so they read as one line."""
+    spans: dict[int, tuple[float, float]] = {}
+    for word in words:
+        top, bottom = spans.get(word.line, (word.bbox[1], word.bbox[3]))
+        spans[word.line] = (min(top, word.bbox[1]), max(bottom, word.bbox[3]))
+    return spans
 
 
 def _num(value: float) -> str:

@@ -1,0 +1,92 @@
+"""Pages Tesseract finds turned: its orientation check (``--psm 0``), run only on a page
+whose plain reading came out unsure, and the page turned before it is read again.
+
+Tesseract's default page segmentation (``--psm 3``) reads a sideways or upside-down page
+as garbage. Checking every page's orientation (``--psm 0``, OCRmyPDF's ``--rotate-pages``)
+costs a second run a page; a page read with confidence is upright, so only a page whose
+words came out unsure is checked, and read again turned when the check says so. The
+turned reading is kept only when Tesseract is surer of it.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+from PIL import Image
+
+from ocrflow.engines.tesseract_tsv import TsvPage
+from ocrflow.types import PageImage
+
+#: Mean word confidence (0..100, weighted by word length) under which a reading is
+#: checked for orientation: an upright page of print reads at 85-95; a sideways one at
+#: 30-50 (measured on the corpus's turned scans).
+UNSURE_CONFIDENCE = 60.0
+#: Tesseract's own floor for trusting its orientation guess (OCRmyPDF's default, 14, is
+#: stricter; the turned reading must also beat the plain one here).
+MIN_ORIENTATION_CONFIDENCE = 1.0
+#: The orientation check's input, longest side: it named the right turn of the corpus's
+#: turned pages from 1200 to 2400 px.
+ORIENTATION_SIDE = 2000
+_ROTATE = re.compile(r"^Rotate:\s*(\d+)", re.MULTILINE)
+_CONFIDENCE = re.compile(r"^Orientation confidence:\s*([\d.]+)", re.MULTILINE)
+
+
+def mean_confidence(page: TsvPage) -> float:
+    """The page's word confidences (0..100) averaged by word length; 0.0 without words."""
+    scored = [
+        (word.confidence, len(word.text))
+        for block in page.blocks
+        for line in block.lines
+        for word in line.words
+        if word.confidence is not None
+    ]
+    total = sum(n for _, n in scored)
+    return 100 * sum(c * n for c, n in scored) / total if total else 0.0
+
+
+def is_unsure(page: TsvPage) -> bool:
+    """Whether a reading may come from a turned page (see ``UNSURE_CONFIDENCE``)."""
+    return mean_confidence(page) < UNSURE_CONFIDENCE
+
+
+def parse_orientation(osd: str) -> int:
+    """Degrees clockwise to turn the page upright from ``tesseract --psm 0`` output; 0 when
+    it is upright or Tesseract is unsure."""
+    turn, confidence = _ROTATE.search(osd), _CONFIDENCE.search(osd)
+    if turn is None or confidence is None:
+        return 0
+    if float(confidence.group(1)) < MIN_ORIENTATION_CONFIDENCE:
+        return 0
+    degrees = int(turn.group(1)) % 360
+    return degrees if degrees in (90, 180, 270) else 0
+
+
+def turned_pnm(image: PageImage, degrees: int) -> bytes:
+    """``image`` (raw pixels or an image file) turned ``degrees`` clockwise, as PNM."""
+    return _pnm(_pixels(image).rotate(-degrees, expand=True))
+
+
+def orientation_pnm(image: PageImage) -> bytes:
+    """``image`` as the orientation check gets it: at most ``ORIENTATION_SIDE`` px on its
+    longest side (the check needs no more, and costs less)."""
+    pixels = _pixels(image)
+    scale = ORIENTATION_SIDE / max(pixels.size)
+    if scale < 1:
+        size = (max(1, round(pixels.width * scale)), max(1, round(pixels.height * scale)))
+        pixels = pixels.resize(size, Image.Resampling.BOX)
+    return _pnm(pixels)
+
+
+def _pixels(image: PageImage) -> Image.Image:
+    if image.encoding == "raw":
+        return Image.frombytes(image.mode, (image.width, image.height), image.data)
+    with Image.open(io.BytesIO(image.data)) as opened:
+        return opened.convert("RGB")
+
+
+def _pnm(pixels: Image.Image) -> bytes:
+    if pixels.mode not in ("RGB", "L"):
+        pixels = pixels.convert("RGB")
+    magic = b"P6" if pixels.mode == "RGB" else b"P5"
+    return b"%s\n%d %d\n255\n" % (magic, pixels.width, pixels.height) + pixels.tobytes()
