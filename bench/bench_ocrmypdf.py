@@ -46,6 +46,7 @@ import os
 import platform
 import re
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -267,6 +268,8 @@ class Runner:
     ocrflow: str
     jobs: int
     deskew: bool
+    #: ``--ocrflow-args``: more ``ocrflow run`` flags (``--target-dim 1288`` to compare).
+    ocrflow_args: tuple[str, ...] = ()
 
     def ocrmypdf_cmd(self, src: Path, out: Path, skewed: bool, single: bool) -> list[str]:
         """OCRmyPDF on one file: ``--jobs 1`` in a set (files in parallel), its default (all
@@ -276,10 +279,15 @@ class Runner:
         sidecar = ["--sidecar", str(out.with_suffix(".txt"))]
         return [self.ocrmypdf, "--output-type", "pdf", *jobs, *extra, *sidecar, str(src), str(out)]
 
-    def ocrflow_cmd(self, tool: str, src: Path, out: Path) -> list[str]:
+    def ocrflow_cmd(self, tool: str, src: Path, out: Path, skewed: bool) -> list[str]:
+        """``ocrflow run``, given on a skewed set what OCRmyPDF is given there."""
         engine = ["--engine", "tesseract"] if tool == "tesseract" else []
         fmt = ["--format", "pdf,markdown", "--page-separator"]
-        return [self.ocrflow, "run", str(src), "-o", str(out), *fmt, *engine]
+        extra = ["--rotate-pages", *(["--deskew"] if self.deskew else [])] if skewed else []
+        return [
+            self.ocrflow, "run", str(src), "-o", str(out), *fmt, *engine, *extra,
+            *self.ocrflow_args,
+        ]  # fmt: skip
 
     def run_set(self, tool: str, page_set: PageSet, work: Path) -> SetRun:
         """``tool`` over the whole set, timed from the first process's start to the last
@@ -315,7 +323,8 @@ class Runner:
         for doc in page_set.docs:
             (indir / doc.name).symlink_to(doc.path)
         out = work / "out"
-        proc = run_proc(self.ocrflow_cmd(tool, indir, out), work / "ocrflow.log")
+        cmd = self.ocrflow_cmd(tool, indir, out, page_set.skewed)
+        proc = run_proc(cmd, work / "ocrflow.log")
         outputs = {d.name: ocrflow_outputs(out, d.name) for d in page_set.docs}
         return {"(set)": proc}, outputs
 
@@ -325,7 +334,7 @@ class Runner:
         if tool == "ocrmypdf":
             cmd = self.ocrmypdf_cmd(doc.path, work / doc.name, skewed, single=True)
         else:
-            cmd = self.ocrflow_cmd(tool, doc.path, work / "out")
+            cmd = self.ocrflow_cmd(tool, doc.path, work / "out", skewed)
         return run_proc(cmd, work / "run.log")
 
 
@@ -815,7 +824,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--skewed", action="store_true", help="--files: give OCRmyPDF --rotate-pages --deskew"
     )
-    parser.add_argument("--no-deskew", action="store_true", help="no --deskew for OCRmyPDF")
+    parser.add_argument("--no-deskew", action="store_true", help="no --deskew on skewed sets")
+    parser.add_argument(
+        "--ocrflow-args", default="", help="more `ocrflow run` flags, e.g. '--target-dim 1288'"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="OCRmyPDF processes at a time")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; wall = their median")
     parser.add_argument("--no-single", action="store_true", help="skip each file alone")
@@ -891,7 +903,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"corpus not found at {CORPUS.resolve()}", file=sys.stderr)
         return 2
     sets = chosen_sets(args)
-    runner = Runner(args.ocrmypdf, args.ocrflow, args.jobs, deskew=not args.no_deskew)
+    runner = Runner(
+        args.ocrmypdf,
+        args.ocrflow,
+        args.jobs,
+        deskew=not args.no_deskew,
+        ocrflow_args=tuple(shlex.split(args.ocrflow_args)),
+    )
     info: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": machine(),

@@ -204,8 +204,8 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
     width, height = reading_size(frame, page.rotation)
     matrix = " ".join(_num(v) for v in frame_matrix(frame, page.rotation))
     across = (frame.rotate + page.rotation) % 180 == 0  # the text runs across as shown
-    sizes = _block_sizes(words, height) if across else {}
     lines = _line_spans(words)
+    sizes = _block_sizes(words, height) if across else {}
     ops = [f"q {matrix} cm BT 3 Tr"]
     for text, (u0, v0, u1, v1), block, line in words:
         encoded = encode(text.translate(_CONTROL))
