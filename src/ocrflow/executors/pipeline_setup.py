@@ -104,7 +104,10 @@ def page_budget(config: RunConfig) -> int:
     """How many pages may be rendered and not yet read: enough to keep the engine busy."""
     render_ahead = CHUNK_PAGES * config.render.workers * 2
     if config.engine.kind in {"embedded", "tesseract"}:
-        return max(render_ahead, 32)
+        # A chunk a render worker, and what the engine reads at once besides: the CPU
+        # engines read pages at their own resolution, up to 46 MB of pixels an A4 page at
+        # 400 dpi, and twice that budget held a 30-page scan's run at 2.1 GB.
+        return max(CHUNK_PAGES * config.render.workers, 2 * config.engine.parallel + CHUNK_PAGES)
     replicas = max(1, len(config.engine.servers), len(config.engine.gpus))
     concurrency = config.engine.max_concurrency or ADAPTIVE_PAGES_PER_REPLICA
     return render_ahead + concurrency * replicas + CHUNK_PAGES * 4

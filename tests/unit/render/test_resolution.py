@@ -145,3 +145,23 @@ def test_dpi_changes_the_fingerprint_only_when_set() -> None:
     plain = build_run_config(["in"], "out")
     assert "dpi" not in plain.fingerprint_fields()
     assert build_run_config(["in"], "out", dpi=200).fingerprint() != plain.fingerprint()
+
+
+def test_a_gray_scan_goes_to_the_engine_as_gray_and_a_colour_one_as_colour(
+    tmp_path: Path,
+) -> None:
+    # A third of the bytes held and handed over for a gray page; colour stays colour.
+    gray = _scan(tmp_path / "gray.pdf", 200)
+    (page,) = render_pages(PageJob(str(gray), "pdf", (1,), ENGINE))
+    assert page.image is not None and page.image.mode == "L"
+    assert len(page.image.data) == page.image.width * page.image.height
+    colour = tmp_path / "colour.png"
+    image = Image.new("RGB", (800, 1000), "white")
+    ImageDraw.Draw(image).rectangle((100, 100, 400, 300), fill=(200, 30, 30))
+    image.save(colour, dpi=(200, 200))
+    (page,) = render_pages(PageJob(str(colour), "image", (1,), ENGINE))
+    assert page.image is not None and page.image.mode == "RGB"
+    # A wire encoding (a VLM's) is left as it was rendered.
+    wire = RenderSpec(text_layer="off", encoding="png")
+    (page,) = render_pages(PageJob(str(gray), "pdf", (1,), wire))
+    assert page.image is not None and page.image.mode == "RGB"
