@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -228,6 +229,21 @@ def union_box(boxes: Iterable[BBox | None]) -> BBox | None:
         max(b[2] for b in known),
         max(b[3] for b in known),
     )
+
+
+def box_turned_about_centre(
+    box: BBox, angle: float, width: float, height: float, box_height: float | None = None
+) -> BBox:
+    """Where ``box`` (fractions of a ``width`` x ``height`` page, y down) lies once the
+    page's content turns ``angle`` radians counter-clockwise as shown about its centre: its
+    centre moves, its width stays, its height is ``box_height`` when given."""
+    x0, y0, x1, y1 = box
+    cos, sin = math.cos(angle), math.sin(angle)
+    dx, dy = ((x0 + x1) / 2 - 0.5) * width, ((y0 + y1) / 2 - 0.5) * height
+    cx = 0.5 + (dx * cos + dy * sin) / width
+    cy = 0.5 + (dy * cos - dx * sin) / height
+    half_w, half_h = (x1 - x0) / 2, (y1 - y0 if box_height is None else box_height) / 2
+    return (cx - half_w, cy - half_h, cx + half_w, cy + half_h)
 
 
 def unturn_box(box: BBox, degrees: int) -> BBox:

@@ -18,11 +18,14 @@ from dataclasses import replace
 from PIL import Image
 
 from ocrflow.engines.tesseract_osd import (
+    is_askew,
     is_unsure,
+    levelled_pnm,
     mean_confidence,
     orientation_pnm,
     parse_orientation,
     turned_pnm,
+    unlevelled,
 )
 from ocrflow.engines.tesseract_tsv import TsvPage, parse_tsv
 from ocrflow.errors import ConfigError, EngineError, EngineRejected, EngineUnavailable
@@ -39,7 +42,8 @@ class TesseractEngine:
     1 (also detects rotated pages, about 0.1 s a page more). ``threads`` caps OpenMP threads
     per process; 1 is fastest when pages run side by side. ``detect_rotation``: a page read
     unsure gets Tesseract's orientation check, and is read again turned when that reads
-    surer (``tesseract_osd.py``; an upright page costs nothing more).
+    surer; ``level_skewed``: a page read askew is read again level, kept when surer
+    (``tesseract_osd.py``; an upright, level page costs nothing more).
     """
 
     name = "tesseract"
@@ -59,6 +63,7 @@ class TesseractEngine:
         max_parallel: int = 1,
         command: str = "tesseract",
         detect_rotation: bool = True,
+        level_skewed: bool = True,
     ) -> None:
         if not _LANGUAGES.match(languages):
             raise ConfigError(f"tesseract languages {languages!r} are not like 'eng+deu'")
@@ -68,6 +73,7 @@ class TesseractEngine:
         self.timeout_s = timeout_s
         self.command = command
         self.detect_rotation = detect_rotation
+        self.level_skewed = level_skewed
         self._slots = asyncio.Semaphore(max_parallel)
 
     async def infer(self, request: PageRequest) -> EngineReply:
@@ -126,25 +132,37 @@ class TesseractEngine:
         return done.stdout.decode("utf-8", errors="replace")
 
     def read_upright(self, image: PageImage, data: bytes) -> TsvPage:
-        """``read``, and for a page read unsure, its orientation checked and the page read
-        again turned when Tesseract is surer of that (``tesseract_osd.py``); boxes on the
-        page as given, ``rotation`` the turn."""
+        """``read``; then a page read unsure gets its orientation checked and is read again
+        turned, and a page read askew is read again level, each kept when Tesseract is
+        surer of it (``tesseract_osd.py``). Boxes on the page as given; ``rotation`` the
+        turn, ``skew`` as measured."""
         page = self.read(data)
-        if not self.detect_rotation or not is_unsure(page):
-            return page
+        turn = self._turn(image) if self.detect_rotation and is_unsure(page) else 0
+        if turn:
+            turned = self.read(turned_pnm(image, turn))
+            if mean_confidence(turned) > mean_confidence(page):
+                page = turned
+            else:
+                turn = 0
+        if self.level_skewed and is_askew(page):
+            level = self.read(levelled_pnm(image, turn, page.skew))
+            if mean_confidence(level) > mean_confidence(page):
+                size = (image.height, image.width) if turn % 180 else (image.width, image.height)
+                page = unlevelled(level, page.skew, *size)
+        if turn:
+            page = replace(page, blocks=unturn_blocks(page.blocks, turn), rotation=turn)
+        return page
+
+    def _turn(self, image: PageImage) -> int:
+        """Degrees clockwise Tesseract's orientation check would turn the page; 0 when it
+        is upright, unsure, or the check cannot run (no ``osd.traineddata``)."""
         try:
             # The orientation model by name: with the page's languages instead, Tesseract
             # named a wrong turn, sure of it (a 180-degree page read as 90, confidence 68).
             check = ["-l", "osd", "--psm", "0"]
-            turn = parse_orientation(self._output(orientation_pnm(image), check))
-        except EngineError:  # no osd.traineddata, or a check that fails: the plain reading
-            return page
-        if not turn:
-            return page
-        turned = self.read(turned_pnm(image, turn))
-        if mean_confidence(turned) <= mean_confidence(page):
-            return page
-        return replace(turned, blocks=unturn_blocks(turned.blocks, turn), rotation=turn)
+            return parse_orientation(self._output(orientation_pnm(image), check))
+        except EngineError:
+            return 0
 
 
 def page_file_bytes(image: PageImage) -> bytes:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import pikepdf
 
 from ocrflow.document.model import Page
-from ocrflow.types import BBox, Block, Line
+from ocrflow.types import BBox, Block, Line, box_turned_about_centre
 
 #: Below this (degrees) a page is left as it is; above the largest, the measure is more
 #: likely a figure's or a table's slant than the page's.
@@ -61,16 +61,7 @@ class BoxTurn:
         page's height) when given."""
         if bbox is None:
             return None
-        x0, y0, x1, y1 = bbox
-        cos, sin = math.cos(self.angle), math.sin(self.angle)
-        dx = ((x0 + x1) / 2 - 0.5) * self.width
-        dy = ((y0 + y1) / 2 - 0.5) * self.height
-        # Counter-clockwise as shown, with y pointing down.
-        cx = 0.5 + (dx * cos + dy * sin) / self.width
-        cy = 0.5 + (dy * cos - dx * sin) / self.height
-        half_w = (x1 - x0) / 2
-        half_h = (y1 - y0 if level_height is None else level_height) / 2
-        return (cx - half_w, cy - half_h, cx + half_w, cy + half_h)
+        return box_turned_about_centre(bbox, self.angle, self.width, self.height, level_height)
 
     def level_height(self, bbox: BBox) -> float:
         """The height of the line whose sloping box is ``bbox``: its box's height less
