@@ -71,7 +71,9 @@ def stated_dpi(info: Mapping[Any, Any]) -> float | None:
     dpi = info.get("dpi")
     if isinstance(dpi, tuple) and dpi:
         try:
-            return float(max(dpi[:2]))
+            value = float(max(dpi[:2]))
         except (TypeError, ValueError):
             return None
+        # A file may say anything: a zero denominator reads as inf or nan.
+        return value if math.isfinite(value) and value > 0 else None
     return None

@@ -100,6 +100,14 @@ def test_an_image_input_is_never_enlarged(
     assert width == pytest.approx(1200 * expected_scale, abs=2)
 
 
+@pytest.mark.parametrize("said", [(float("inf"), 300), (float("nan"), 1), (0, 0), ("x", 2)])
+def test_a_resolution_a_file_cannot_mean_is_no_resolution(said: tuple[object, ...]) -> None:
+    from ocrflow.render.resolution import stated_dpi
+
+    assert stated_dpi({"dpi": said}) is None
+    assert ENGINE.resolution.image_scale((1200, 1600), stated_dpi({"dpi": said})) == 1.0
+
+
 def test_resolution_modes() -> None:
     assert Resolution(1000).pdf_scale(500, 250, 300) == 2.0
     engine = Resolution(1288, dpi=300, max_scan_dpi=400)
