@@ -58,4 +58,10 @@ app.command("recipes")(recipes_command)
 
 def main() -> None:
     """Console-script entry point."""
+    import importlib.util
+    import sys
+
+    script = sys.modules["__main__"]
+    if getattr(script, "__spec__", None) is None:
+        script.__spec__ = importlib.util.find_spec("ocrflow.__main__")
     app()

@@ -158,12 +158,13 @@ class EmbeddedEngine:
 
     async def infer(self, request: PageRequest) -> EngineReply:
         """Read one page image; ``EngineRejected`` when the image cannot be decoded."""
-        pixels = decode_page_image(request.image)
         started = time.perf_counter()
         async with self._slots:
             # A thread cannot be stopped: a cancelled read keeps its slot until it ends, so
             # that no more than ``max_parallel`` pages are ever being read, timeouts or not.
-            result = await run_to_end(asyncio.to_thread(self.recognize_array, pixels))
+            # The page is decoded there too: a 400-dpi page is 50 MB to convert, which
+            # held the event loop (and every other page's I/O) for 0.1 s.
+            result = await run_to_end(asyncio.to_thread(self._read_image, request.image))
         return EngineReply(
             text=result.text,
             latency_s=time.perf_counter() - started,
@@ -209,9 +210,17 @@ class EmbeddedEngine:
 
     def recognize_array(self, rgb: np.ndarray) -> OcrText:
         """Read RGB ``uint8`` pixels of shape (height, width, 3) synchronously."""
+        import cv2  # installed with rapidocr, as the models are
+
+        return self._recognize_bgr(cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGR))
+
+    def _read_image(self, image: PageImage) -> OcrText:
+        return self._recognize_bgr(decode_page_bgr(image))
+
+    def _recognize_bgr(self, bgr: np.ndarray) -> OcrText:
         models = self._loaded()
         try:
-            return _read_page(models, np.ascontiguousarray(rgb[:, :, ::-1]), self.options)
+            return _read_page(models, bgr, self.options)
         except Exception as exc:  # the runtimes and OpenCV raise plain exceptions
             from ocrflow.engines.ppocr import last_line
 
@@ -342,12 +351,23 @@ def _turned_if_upside_down(models: PpocrModels, page: PageLines) -> PageLines | 
 
 def decode_page_image(image: PageImage) -> np.ndarray:
     """RGB ``uint8`` pixels of a ``PageImage``: raw "RGB"/"L" bytes, or an encoded file."""
+    import cv2
+
+    return cv2.cvtColor(decode_page_bgr(image), cv2.COLOR_BGR2RGB)
+
+
+def decode_page_bgr(image: PageImage) -> np.ndarray:
+    """BGR ``uint8`` pixels (the models' order) of a ``PageImage``: raw "RGB"/"L" bytes,
+    or an encoded file; ``EngineRejected`` when they cannot be decoded."""
+    import cv2
+
     if image.encoding != "raw":
         try:
             with Image.open(io.BytesIO(image.data)) as opened:
-                return np.asarray(opened.convert("RGB"))
+                rgb = np.asarray(opened.convert("RGB"))
         except (OSError, ValueError) as exc:
             raise EngineRejected(f"cannot decode {image.encoding} page image: {exc}") from exc
+        return cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
     channels = {"RGB": 3, "L": 1}.get(image.mode)
     if channels is None:
         raise EngineRejected(f"raw page image mode {image.mode!r} is not RGB or L")
@@ -358,4 +378,4 @@ def decode_page_image(image: PageImage) -> np.ndarray:
             f"{expected} bytes, got {len(image.data)}"
         )
     pixels = np.frombuffer(image.data, np.uint8).reshape(image.height, image.width, channels)
-    return np.repeat(pixels, 3, axis=2) if channels == 1 else pixels
+    return cv2.cvtColor(pixels, cv2.COLOR_GRAY2BGR if channels == 1 else cv2.COLOR_RGB2BGR)

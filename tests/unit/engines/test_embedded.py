@@ -252,7 +252,7 @@ def test_a_timed_out_call_keeps_its_slot_until_its_thread_ends(
         running.pop()
         return OcrText(text="read")
 
-    monkeypatch.setattr(engine, "recognize_array", slow_read)
+    monkeypatch.setattr(engine, "_read_image", slow_read)
     request = PageRequest(image=PageImage(b"\xff" * 12, 2, 2, "raw", "RGB"))
 
     async def scenario() -> str:
