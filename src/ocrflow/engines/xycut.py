@@ -289,13 +289,39 @@ def _sections(bands: list[list[B]], height: float, options: CutOptions) -> list[
     right = max(b.x1 for band in bands for b in band)
     width = options.gutter * height
     sections = [list(bands[0])]
+    tails = [bands[0]]  # each section's last band
     for last, band in itertools.pairwise(bands):
         close = _y0(band) - _y1(last) < options.max_join * height
         if close and _share_gutter(last, band, sections[-1], (left, right, width)):
             sections[-1].extend(band)
         else:
+            if _heads_next(sections[-1], tails[-1], band, height, width):
+                del sections[-1][-len(tails[-1]) :]
+                sections.append(list(tails[-1]))
             sections.append(list(band))
+            tails.append(band)
+        tails[-1] = band
     return sections
+
+
+def _heads_next(
+    section: list[B], tail: list[B], following: list[B], height: float, width: float
+) -> bool:
+    """Whether ``tail``, the last band of a multi-column ``section``, is a heading of the
+    section after it rather than the end of a column: one short line under every column,
+    which all end level just above it, closer to what follows than to them. Column-major
+    reading would put such a heading between the first column and the second."""
+    if len(tail) == len(section):
+        return False
+    body = [b for b in section if b not in tail]
+    columns = _columns(body, width)
+    if len(columns) < 2 or _x1(tail) - _x0(tail) > 0.8 * (_x1(columns[0]) - _x0(columns[0])):
+        return False
+    if _y1(tail) - _y0(tail) > 1.6 * height:  # one line
+        return False
+    ends = [_y1(column) for column in columns]
+    above, below = _y0(tail) - max(ends), _y0(following) - _y1(tail)
+    return max(ends) - min(ends) <= height and 0.5 * height <= above and below < above
 
 
 def _share_gutter(

@@ -7,9 +7,10 @@ selectable and searchable, as Tesseract and OCRmyPDF draw them) in a glyph-less 
 Type0 font whose CIDs are UTF-16 code units, every one mapped to one empty 0.5 em glyph,
 and a ``ToUnicode`` map that reads each CID back as itself. Any script can be written with
 it, and no glyph program of ours can ever show through. Each word is stretched
-horizontally (``Tz``) to the width of its box, at one font size a block (its words' median
-height) on one baseline a line, so a search highlight covers the printed word and text
-extractors find the page's lines and columns (see ``_block_sizes``).
+horizontally (``Tz``) to the width of its box, at one font size a block (from its line
+spacing) on one baseline a line, with a space across the gap to the next word, so a
+search highlight covers the printed word and text extractors find the page's words,
+lines and columns (``pdf_text_sizes.py``).
 
 Geometry: boxes are fractions of the page as rendered (``/Rotate`` applied, origin top
 left), and the engine may have turned the page further (``Page.rotation``) to read it.
@@ -25,13 +26,13 @@ import functools
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from statistics import median
 from typing import Any, NamedTuple
 
 import pikepdf
 
 from ocrflow.document.model import Page
 from ocrflow.document.words import block_lines, line_words, plain_lines
+from ocrflow.sinks.pdf_text_sizes import line_sizes, line_spans
 from ocrflow.types import BBox, Line, Route, Word, unturn_box
 
 #: A TrueType program (made once with fontTools' FontBuilder, stored zlib-compressed):
@@ -47,12 +48,13 @@ _GLYPHLESS_TTF = (
     "vsGreW4uthATXlf2PuJBRQiZQbUYVqtuYyTeEJpgJhncxljDNFJ5u+NaBbPRyDm1ZtGstGyjjjxsdODCQgEmGhw5OKihiS"
     "K5ghb3DdT//L3fxn2hyZLTBj4BCmtShw=="
 )
-#: The glyph advance (em) and the share of a line's height below the baseline.
+#: The glyph advance, and the font's ascent and descent as its descriptor states them
+#: (em): what extractors take for a character's box. Less than 1 em high, so that a font
+#: size as large as the line spacing asks for (``pdf_text_sizes.py``) still boxes each word
+#: inside its line.
 _ADVANCE = 0.5
-_DESCENT = 0.2
-#: Blocks whose words are at most this factor taller or smaller than the page's median
-#: word are set at that median size (body text); others (headings) at their own.
-_BODY_SPREAD = 1.3
+_ASCENT = 0.5
+_DESCENT = 0.15
 _CMAP_HEAD = """/CIDInit /ProcSet findresource begin
 12 dict begin
 begincmap
@@ -204,56 +206,33 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
     width, height = reading_size(frame, page.rotation)
     matrix = " ".join(_num(v) for v in frame_matrix(frame, page.rotation))
     across = (frame.rotate + page.rotation) % 180 == 0  # the text runs across as shown
-    lines = _line_spans(words)
-    sizes = _block_sizes(words, height) if across else {}
+    lines = line_spans((word.line, word.block, word.bbox) for word in words)
+    sizes = line_sizes(lines, height, _ASCENT + _DESCENT) if across else {}
     ops = [f"q {matrix} cm BT 3 Tr"]
-    for text, (u0, v0, u1, v1), block, line in words:
+    space = encode(" ")
+    for (text, (u0, v0, u1, v1), _, line), after in zip(words, [*words[1:], None], strict=True):
         encoded = encode(text.translate(_CONTROL))
-        size = sizes.get(block, (v1 - v0) * height)
+        size = sizes.get(line, (v1 - v0) * height)
         if not encoded or size <= 0.05 or u1 <= u0:
             continue
         glyphs = len(encoded) // 4
         scale = 100 * (u1 - u0) * width / (glyphs * _ADVANCE * size)
-        # The font's box (ascent 0.8, descent 0.2 em) centred on the line's.
-        top, bottom = lines[line]
-        baseline = (1 - (top + bottom) / 2) * height - (0.5 - _DESCENT) * size
+        # The font's box centred on the line's.
+        baseline = (1 - lines[line].middle) * height - (_ASCENT - _DESCENT) / 2 * size
         ops.append(
             f"/{font} {_num(size)} Tf {_num(scale)} Tz "
             f"1 0 0 1 {_num(u0 * width)} {_num(baseline)} Tm <{encoded}> Tj"
         )
+        if after is not None and after.line == line:
+            # A space drawn across the gap to the next word of the line: extractors
+            # otherwise guess word breaks from gaps measured in font sizes, and ran words
+            # together ("thefirst") where the type is set tight.
+            gap = max(after.bbox[0] - u1, 0.0) * width
+            ops.append(f"{_num(max(100 * gap / (_ADVANCE * size), 1.0))} Tz <{space}> Tj")
     if len(ops) == 1:
         return b""
     ops.append("ET Q")
     return "\n".join(ops).encode("ascii")
-
-
-def _block_sizes(words: Sequence[PlacedWord], height: float) -> dict[int, float]:
-    """One font size a block: the median height of its words' boxes, or the page's when
-    that is within ``_BODY_SPREAD`` of it. Text extractors build lines and columns from font
-    sizes (poppler's ``pdftotext`` keeps lines whose sizes differ by over 5 % out of one
-    block): sized word by word, a two-column page came out with its columns' lines
-    interleaved (CER 0.34 against 0.018). Only for text running across the page as shown:
-    on text running up or down it split lines instead (poppler's vertical text), so there
-    each word keeps its own box's height."""
-    heights: dict[int, list[float]] = {}
-    for word in words:
-        heights.setdefault(word.block, []).append((word.bbox[3] - word.bbox[1]) * height)
-    body = median(h for values in heights.values() for h in values)
-    sizes = {block: median(values) for block, values in heights.items()}
-    return {
-        block: body if body / _BODY_SPREAD <= size <= body * _BODY_SPREAD else size
-        for block, size in sizes.items()
-    }
-
-
-def _line_spans(words: Sequence[PlacedWord]) -> dict[int, tuple[float, float]]:
-    """Each line's top and bottom (fractions, top down): the span of its words' boxes. A
-    line's words share one baseline, so they read as one line."""
-    spans: dict[int, tuple[float, float]] = {}
-    for word in words:
-        top, bottom = spans.get(word.line, (word.bbox[1], word.bbox[3]))
-        spans[word.line] = (min(top, word.bbox[1]), max(bottom, word.bbox[3]))
-    return spans
 
 
 def _num(value: float) -> str:
@@ -329,11 +308,11 @@ def _font_object(pdf: pikepdf.Pdf, to_unicode: pikepdf.Object) -> pikepdf.Object
         Type=pikepdf.Name.FontDescriptor,
         FontName=pikepdf.Name.GlyphLessFont,
         Flags=5,
-        FontBBox=pikepdf.Array([0, -200, 500, 800]),
+        FontBBox=pikepdf.Array([0, round(-_DESCENT * 1000), 500, round(_ASCENT * 1000)]),
         ItalicAngle=0,
-        Ascent=800,
-        Descent=-200,
-        CapHeight=800,
+        Ascent=round(_ASCENT * 1000),
+        Descent=round(-_DESCENT * 1000),
+        CapHeight=round(_ASCENT * 1000),
         StemV=80,
         FontFile2=font_file,
     )

@@ -73,6 +73,34 @@ def test_a_column_that_ends_early_does_not_split_the_other() -> None:
     assert order == [b.text for b in left] + [b.text for b in right]
 
 
+def columns_then(tail_gap: float, after_gap: float) -> tuple[list[TextBox], list[TextBox]]:
+    """Two columns ending level, a short line under the first after ``tail_gap`` and a
+    full-width paragraph ``after_gap`` under that line (the linn brochure's "Additional
+    Features": the heading of the list across the page under both columns)."""
+    left, right = column(100, 580, 100, "L", 2), column(620, 1100, 100, "R", 2)
+    y = max(b.y1 for b in left) + tail_gap
+    heading = [line(100, y, 300, "Heading")]
+    y += HEIGHT + after_gap
+    after = [line(100, y + i * LEADING, 1100, f"A{i}") for i in range(3)]
+    return left + right, heading + after
+
+
+def test_a_heading_under_level_columns_is_read_after_them() -> None:
+    columns, rest = columns_then(tail_gap=HEIGHT, after_gap=2)
+    order = layout_text(rest + columns).split()
+    assert order == [b.text for b in columns] + [b.text for b in rest]
+
+
+@pytest.mark.parametrize(("tail_gap", "after_gap"), [(2, 2), (HEIGHT, 3 * HEIGHT)])
+def test_a_last_line_close_to_its_column_stays_in_it(tail_gap: float, after_gap: float) -> None:
+    # Set as the column's lines are (no gap above), or nearer to the column than to what
+    # follows: the first column's last line, read before the second column.
+    columns, rest = columns_then(tail_gap, after_gap)
+    order = layout_text(rest + columns).split()
+    left = [b.text for b in columns if b.text.startswith("L")]
+    assert order[: len(left) + 1] == [*left, "Heading"]
+
+
 def turned(box: TextBox, degrees: float) -> TextBox:
     """``box`` as a scanner tilted by ``degrees`` about the origin would give it."""
     a = math.radians(degrees)
