@@ -289,18 +289,16 @@ def _sections(bands: list[list[B]], height: float, options: CutOptions) -> list[
     right = max(b.x1 for band in bands for b in band)
     width = options.gutter * height
     sections = [list(bands[0])]
-    tails = [bands[0]]  # each section's last band
     for last, band in itertools.pairwise(bands):
         close = _y0(band) - _y1(last) < options.max_join * height
         if close and _share_gutter(last, band, sections[-1], (left, right, width)):
             sections[-1].extend(band)
-        else:
-            if _heads_next(sections[-1], tails[-1], band, height, width):
-                del sections[-1][-len(tails[-1]) :]
-                sections.append(list(tails[-1]))
-            sections.append(list(band))
-            tails.append(band)
-        tails[-1] = band
+            continue
+        if _heads_next(sections[-1], last, band, height, width):
+            # ``last`` is the section's last band, its boxes the last of the list.
+            del sections[-1][-len(last) :]
+            sections.append(list(last))
+        sections.append(list(band))
     return sections
 
 
