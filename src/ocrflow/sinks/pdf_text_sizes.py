@@ -83,7 +83,7 @@ def line_sizes(spans: dict[int, LineSpan], height: float, box: float) -> dict[in
     tall = median(h for values in heights.values() for h in values)
     if steps:
         body = min(LEADING * median(s for v in steps.values() for s in v), tall / box)
-        grow = max(1.0, body / tall)
+        grow = max(1.0, body / tall) if tall > 0 else 1.0
     else:
         body, grow = tall, 1.0
     sizes = {}

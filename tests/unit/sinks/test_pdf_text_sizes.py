@@ -5,6 +5,8 @@ one column after the other, each word apart."""
 
 from __future__ import annotations
 
+import math
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -56,6 +58,23 @@ def test_a_logo_over_its_caption_is_no_line_spacing() -> None:
     spans = {1: LineSpan(1, 0.6, 0.80, 0.75, 0.86), 2: LineSpan(1, 0.6, 0.87, 0.85, 0.88)}
     sizes = line_sizes(spans, HEIGHT, BOX)
     assert sizes[2] <= 0.01 * HEIGHT / BOX + 1e-9  # its own height, not the logo's spacing
+
+
+def test_any_boxes_get_finite_sizes() -> None:
+    # Degenerate boxes (a VLM's zero-height lines, lines on one spot) among real ones.
+    zero = {i: LineSpan(0, 0.1, 0.1 * i, 0.5, 0.1 * i) for i in range(3)}
+    stacked = {3: LineSpan(1, 0.1, 0.5, 0.5, 0.51), 4: LineSpan(1, 0.1, 0.5125, 0.5, 0.5225)}
+    assert all(math.isfinite(size) for size in line_sizes(zero | stacked, HEIGHT, BOX).values())
+    rng = random.Random(7)
+    for _ in range(200):
+        spans = {}
+        for line in range(rng.randint(1, 12)):
+            top = rng.choice([0.1, 0.1, rng.random()])
+            tall = rng.choice([0.0, 0.0, 0.01, rng.random() / 10])
+            spans[line] = LineSpan(rng.randint(0, 2), 0.1, top, 0.1 + rng.random(), top + tall)
+        sizes = line_sizes(spans, HEIGHT, BOX)
+        assert set(sizes) == set(spans)
+        assert all(math.isfinite(size) and size >= 0 for size in sizes.values())
 
 
 def tight_column(x0: float, name: str, first: int) -> list[Block]:
