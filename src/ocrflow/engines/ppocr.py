@@ -7,6 +7,7 @@ configuration loader (0.95 s a run) are never imported."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from ocrflow.engines.ppocr_charset import (
     alphabetic_classes,
     alphabetic_model,
     is_alphabetic,
+    looks_cut,
     needs_whole_recogniser,
 )
 from ocrflow.engines.ppocr_det import db_quads, detector_input
@@ -43,6 +45,10 @@ logger = logging.getLogger(__name__)
 #: character of another script, the whole recogniser reads the page. Two find a page of
 #: another script at once; a page that slips past them is caught by its doubtful lines.
 PROBE_LINES = 2
+#: Doubtful lines (``ppocr_charset.needs_whole_recogniser``) read again by the whole
+#: recogniser: all of them up to this many, else this share of them (most likely first).
+MIN_DOUBT_CHECKS = 32
+DOUBT_CHECK_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,8 +216,9 @@ class PpocrModels:
     ) -> dict[int, tuple[str, float]]:
         """The longest lines by the whole recogniser: when any holds a character the
         alphabetic recogniser cannot say, the rest too. Else the rest by the alphabetic one,
-        and each line it is unsure of again by the whole one; when one of those holds such
-        characters, the page has another script after all and every line is read whole."""
+        and the lines it is unsure of again by the whole one (all of them, or enough of
+        them: ``MIN_DOUBT_CHECKS``); when one of those holds such characters, the page has
+        another script after all and every line is read whole."""
         lines, batch = page.lines, self.rec_batch
         order = sorted(chosen, key=lambda i: line_length(lines[i]), reverse=True)
         probe, rest = order[:PROBE_LINES], order[PROBE_LINES:]
@@ -220,7 +227,14 @@ class PpocrModels:
             return results | page.read(self.recognizer, rest, batch)
         results.update(page.read(alphabetic, rest, batch))
         doubtful = [i for i in rest if needs_whole_recogniser(*results[i], line_length(lines[i]))]
-        again = page.read(self.recognizer, doubtful, batch)
+        # The lines most likely to hide another script first (dropped characters leave
+        # gaps), then the least sure; a page of many doubtful lines (a noisy form: 214 of
+        # 267) is taken as alphabetic once enough of them read so, not all of them twice.
+        doubtful.sort(
+            key=lambda i: (not looks_cut(results[i][0], line_length(lines[i])), results[i][1])
+        )
+        enough = max(MIN_DOUBT_CHECKS, math.ceil(DOUBT_CHECK_SHARE * len(doubtful)))
+        again = page.read(self.recognizer, doubtful[:enough], batch)
         if not _all_alphabetic(again.values()):
             # A confident alphabetic reading may have dropped another script's characters
             # silently (read as CTC blanks): only the whole recogniser can tell.

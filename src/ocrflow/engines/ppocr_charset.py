@@ -38,9 +38,14 @@ def needs_whole_recogniser(text: str, score: float, length: float) -> bool:
     few characters for its length, or the gaps dropped characters leave (two spaces in a
     row, a space at either end). Measured on 12 pages of a Chinese LaTeX manual: 87 of the
     92 mixed lines read with confidence caught, the 5 others lose a sign or a word."""
-    if score < RECHECK_SCORE or "  " in text or text != text.strip():
-        return True
-    return len(text) < MIN_CHARACTERS_PER_HEIGHT * length
+    return score < RECHECK_SCORE or looks_cut(text, length)
+
+
+def looks_cut(text: str, length: float) -> bool:
+    """Whether a line read as ``text``, ``length`` text heights long, shows the marks of
+    characters the cut-down recogniser dropped: gaps, or too few characters."""
+    gapped = "  " in text or text != text.strip()
+    return gapped or len(text) < MIN_CHARACTERS_PER_HEIGHT * length
 
 
 #: Code point ranges kept: Latin (with IPA and spacing modifiers), Greek, Cyrillic;

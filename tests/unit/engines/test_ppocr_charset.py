@@ -5,6 +5,7 @@ text is not lost."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,13 @@ from PIL import Image
 
 from ocrflow.engines import runtime
 from ocrflow.engines.embedded import EmbeddedEngine
-from ocrflow.engines.ppocr import bundled_model_files
+from ocrflow.engines.ppocr import (
+    DOUBT_CHECK_SHARE,
+    PROBE_LINES,
+    PageLines,
+    PpocrModels,
+    bundled_model_files,
+)
 from ocrflow.engines.ppocr_charset import (
     RECHECK_SCORE,
     alphabetic_classes,
@@ -199,3 +206,38 @@ def test_mixed_script_lines_of_an_alphabetic_page_keep_their_cjk(corpus: Path) -
     # characters from a line it was sure of, so every line is read by the whole one.
     lines = len(english) + len(mixed)
     assert (len(widths["whole"]), len(widths["alphabetic"])) == (lines, lines - 2)
+
+
+class _Recogniser:
+    """A stand-in recogniser: its reading of line ``i`` is ``texts[i]`` at ``score``."""
+
+    def __init__(self, texts: list[str], score: float) -> None:
+        self.texts, self.score, self.read_lines = texts, score, 0
+
+    def read(self, lines: list[np.ndarray], batch: int) -> list[tuple[str, float]]:
+        self.read_lines += len(lines)
+        return [(self.texts[int(line[0, 0, 0])], self.score) for line in lines]
+
+
+def _noisy_page(alphabetic: list[str], whole: list[str]) -> tuple[PpocrModels, _Recogniser]:
+    whole_model = _Recogniser(whole, 0.6)
+    alphabetic_model = _Recogniser(alphabetic, 0.5)
+    models = PpocrModels(None, None, whole_model, alphabetic_model, 960, 1, 6)  # type: ignore[arg-type]
+    crops = [np.full((10, 100 + i % 7, 3), i, np.uint8) for i in range(len(alphabetic))]
+    models.read_page(PageLines(crops, 0.0))
+    return models, whole_model
+
+
+def test_a_noisy_page_has_only_enough_of_its_doubtful_lines_read_twice() -> None:
+    # A form scanned badly: every line read unsure, every one alphabetic.
+    texts = [f"line {i} of a noisy form, read unsure" for i in range(200)]
+    _, whole = _noisy_page(texts, texts)
+    assert whole.read_lines == PROBE_LINES + math.ceil(DOUBT_CHECK_SHARE * 198)
+
+
+def test_a_line_that_lost_its_cjk_is_checked_first_among_many_doubtful() -> None:
+    texts = [f"line {i} of a noisy form, read unsure" for i in range(200)]
+    alphabetic, whole_texts = list(texts), list(texts)
+    alphabetic[150], whole_texts[150] = "A.1.1  ", "A.1.1 安装发行版 and a longer tail"
+    _, whole = _noisy_page(alphabetic, whole_texts)
+    assert whole.read_lines == 200  # another script found: every line read whole
