@@ -15,7 +15,6 @@ from __future__ import annotations
 import difflib
 import re
 import subprocess
-import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -26,7 +25,12 @@ from PIL import Image, ImageDraw, ImageFont
 from ocrflow import results
 from tests.integration.cli_helpers import ocrflow
 from tests.needs import need_tesseract
-from tests.unit.sinks.test_pdfa_rotate import assert_pdfa_2b, image_streams, shown_turn
+from tests.unit.sinks.test_pdfa_rotate import (
+    assert_pdfa_2b,
+    gray_scan_pdf,
+    image_streams,
+    shown_turn,
+)
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 LINES = (
@@ -52,27 +56,6 @@ def upright_page() -> Image.Image:
     return page
 
 
-def scan_pdf(path: Path, images: list[Image.Image]) -> None:
-    """A PDF of gray scans, one page each, at 200 dpi."""
-    pdf = pikepdf.new()
-    for image in images:
-        stream = pikepdf.Stream(
-            pdf, zlib.compress(image.tobytes()),
-            Type=pikepdf.Name.XObject, Subtype=pikepdf.Name.Image, Width=image.width,
-            Height=image.height, ColorSpace=pikepdf.Name.DeviceGray, BitsPerComponent=8,
-            Filter=pikepdf.Name.FlateDecode,
-        )  # fmt: skip
-        width, height = image.width * 72 / DPI, image.height * 72 / DPI
-        page = pikepdf.Dictionary(
-            Type=pikepdf.Name.Page,
-            MediaBox=pikepdf.Array([0, 0, width, height]),
-            Resources=pikepdf.Dictionary(XObject=pikepdf.Dictionary(Im0=stream)),
-            Contents=pikepdf.Stream(pdf, f"q {width} 0 0 {height} 0 0 cm /Im0 Do Q".encode()),
-        )
-        pdf.pages.append(pikepdf.Page(page))
-    pdf.save(path)
-
-
 def similar(found: list[str], expected: list[str]) -> float:
     return difflib.SequenceMatcher(None, found, expected).ratio()
 
@@ -85,7 +68,7 @@ def test_sidecar_pdfa_and_rotate_pages(tmp_path: Path, engine: str) -> None:
     inputs.mkdir()
     upright = upright_page()
     source = inputs / "scan.pdf"
-    scan_pdf(source, [upright, upright.rotate(90, expand=True)])
+    gray_scan_pdf(source, [upright, upright.rotate(90, expand=True)], DPI)
     out = tmp_path / "out"
     flags = ("--format", "pdf", "--sidecar", "--pdfa", "--rotate-pages", "-q")
     done = ocrflow("run", str(inputs), "-o", str(out), "--engine", engine, *flags)

@@ -28,6 +28,7 @@ from tests.unit.sinks.test_searchable_pdf import (
     assert_words_at,
     engine_page,
     found_words,
+    locked_scan_pdf,
     scan_pdf,
 )
 
@@ -147,11 +148,7 @@ def test_pdfa_applies_to_born_digital_pdfs_and_images_too(tmp_path: Path) -> Non
 def test_an_encrypted_input_keeps_its_encryption_and_is_not_pdfa(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    plain = tmp_path / "plain.pdf"
-    scan_pdf(plain, [{}])
-    source = tmp_path / "locked.pdf"
-    with pikepdf.open(plain) as pdf:
-        pdf.save(source, encryption=pikepdf.Encryption(user="sesame", owner="owner-pw", R=6))
+    source = locked_scan_pdf(tmp_path)
     lines = {"secret ledger": (0.2, 0.2, 0.5, 0.24)}
     out = tmp_path / "out.pdf"
     with caplog.at_level(logging.WARNING, logger="ocrflow.sinks.searchable_pdf"):
@@ -231,24 +228,25 @@ def text_image(turn: int) -> tuple[Image.Image, dict[str, BBox]]:
     return upright.rotate(turn, expand=True), boxes
 
 
-def text_scan_pdf(path: Path, image: Image.Image, rotate: int = 0) -> None:
-    """A one-page PDF drawing ``image`` at 100 dpi, with ``/Rotate`` ``rotate``."""
+def gray_scan_pdf(path: Path, images: list[Image.Image], dpi: float, rotate: int = 0) -> None:
+    """A PDF of gray scans, one a page at ``dpi``, each page with ``/Rotate`` ``rotate``."""
     pdf = pikepdf.new()
-    stream = pikepdf.Stream(
-        pdf, zlib.compress(image.tobytes()),
-        Type=pikepdf.Name.XObject, Subtype=pikepdf.Name.Image, Width=image.width,
-        Height=image.height, ColorSpace=pikepdf.Name.DeviceGray, BitsPerComponent=8,
-        Filter=pikepdf.Name.FlateDecode,
-    )  # fmt: skip
-    width, height = image.width * 0.72, image.height * 0.72
-    page = pikepdf.Dictionary(
-        Type=pikepdf.Name.Page,
-        MediaBox=pikepdf.Array([0, 0, width, height]),
-        Rotate=rotate,
-        Resources=pikepdf.Dictionary(XObject=pikepdf.Dictionary(Im0=stream)),
-        Contents=pikepdf.Stream(pdf, f"q {width} 0 0 {height} 0 0 cm /Im0 Do Q".encode()),
-    )
-    pdf.pages.append(pikepdf.Page(page))
+    for image in images:
+        stream = pikepdf.Stream(
+            pdf, zlib.compress(image.tobytes()),
+            Type=pikepdf.Name.XObject, Subtype=pikepdf.Name.Image, Width=image.width,
+            Height=image.height, ColorSpace=pikepdf.Name.DeviceGray, BitsPerComponent=8,
+            Filter=pikepdf.Name.FlateDecode,
+        )  # fmt: skip
+        width, height = image.width * 72 / dpi, image.height * 72 / dpi
+        page = pikepdf.Dictionary(
+            Type=pikepdf.Name.Page,
+            MediaBox=pikepdf.Array([0, 0, width, height]),
+            Rotate=rotate,
+            Resources=pikepdf.Dictionary(XObject=pikepdf.Dictionary(Im0=stream)),
+            Contents=pikepdf.Stream(pdf, f"q {width} 0 0 {height} 0 0 cm /Im0 Do Q".encode()),
+        )
+        pdf.pages.append(pikepdf.Page(page))
     pdf.save(path)
 
 
@@ -285,7 +283,7 @@ def test_rotate_pages_shows_the_page_upright_with_its_words_over_the_print(
     image, lines = text_image(rotate + turn)
     upright = text_image(0)[0]
     source = tmp_path / "in.pdf"
-    text_scan_pdf(source, image, rotate)
+    gray_scan_pdf(source, [image], 100, rotate)
     pages = (_engine_page_turned(lines, turn),)
     out = tmp_path / "out.pdf"
     out.write_bytes(searchable_pdf(OriginalFile(str(source), "pdf"), pages, rotate_pages=True))
@@ -323,7 +321,7 @@ def test_rotate_pages_turns_image_inputs_and_leaves_upright_pages(tmp_path: Path
     # A page read as it was shown keeps its /Rotate; with --pdfa as well.
     upright, upright_lines = text_image(0)
     source = tmp_path / "upright.pdf"
-    text_scan_pdf(source, upright, 180)
+    gray_scan_pdf(source, [upright], 100, 180)
     same = engine_page(1, {t: unturn_box(b, 180) for t, b in upright_lines.items()})
     both = searchable_pdf(OriginalFile(str(source), "pdf"), (same,), rotate_pages=True, pdfa=True)
     with pikepdf.open(io.BytesIO(both)) as pdf:

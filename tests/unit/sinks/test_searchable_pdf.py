@@ -217,12 +217,18 @@ def test_fallback_pages_follow_what_read_them(tmp_path: Path) -> None:
     assert [w for w, _ in words[0]] == ["fallback", "engine", "words"] and words[1] == []
 
 
-def test_encrypted_pdf_stays_encrypted_and_searchable(tmp_path: Path) -> None:
+def locked_scan_pdf(tmp_path: Path) -> Path:
+    """A one-page scan encrypted with user password "sesame" (AES-256)."""
     plain = tmp_path / "plain.pdf"
     scan_pdf(plain, [{}])
     source = tmp_path / "locked.pdf"
     with pikepdf.open(plain) as pdf:
         pdf.save(source, encryption=pikepdf.Encryption(user="sesame", owner="owner-pw", R=6))
+    return source
+
+
+def test_encrypted_pdf_stays_encrypted_and_searchable(tmp_path: Path) -> None:
+    source = locked_scan_pdf(tmp_path)
     lines = {"secret ledger": (0.2, 0.2, 0.5, 0.24)}
     out = tmp_path / "out.pdf"
     out.write_bytes(
