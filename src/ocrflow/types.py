@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -265,16 +265,21 @@ def unturn_blocks(blocks: tuple[Block, ...], degrees: int) -> tuple[Block, ...]:
     before the turn (boxes of blocks, lines and words)."""
     if not degrees % 360:
         return blocks
+    return moved_blocks(blocks, lambda box: unturn_box(box, degrees))
 
-    def back(box: BBox | None) -> BBox | None:
-        return None if box is None else unturn_box(box, degrees)
+
+def moved_blocks(blocks: tuple[Block, ...], move: Callable[[BBox], BBox]) -> tuple[Block, ...]:
+    """``blocks`` with every box (of blocks, lines and words) replaced by ``move`` of it."""
+
+    def moved(box: BBox | None) -> BBox | None:
+        return None if box is None else move(box)
 
     def line(ln: Line) -> Line:
-        words = tuple(replace(w, bbox=back(w.bbox)) for w in ln.words)
-        return replace(ln, bbox=back(ln.bbox), words=words)
+        words = tuple(replace(w, bbox=moved(w.bbox)) for w in ln.words)
+        return replace(ln, bbox=moved(ln.bbox), words=words)
 
     return tuple(
-        replace(b, bbox=back(b.bbox), lines=tuple(line(ln) for ln in b.lines)) for b in blocks
+        replace(b, bbox=moved(b.bbox), lines=tuple(line(ln) for ln in b.lines)) for b in blocks
     )
 
 

@@ -26,7 +26,7 @@ from dataclasses import replace
 from PIL import Image
 
 from ocrflow.engines.tesseract_tsv import TsvPage
-from ocrflow.types import BBox, Line, PageImage, box_turned_about_centre
+from ocrflow.types import BBox, PageImage, box_turned_about_centre, moved_blocks
 
 #: Mean word confidence (0..100, weighted by word length) under which a reading is
 #: checked for orientation: an upright page of print reads at 85-95; a sideways one at
@@ -107,20 +107,11 @@ def unlevelled(page: TsvPage, skew: float, width: int, height: int) -> TsvPage:
     angle = -math.radians(skew)
     rise = abs(math.sin(angle)) * width / height
 
-    def back(box: BBox | None) -> BBox | None:
-        if box is None:
-            return None
+    def back(box: BBox) -> BBox:
         sloping = box[3] - box[1] + (box[2] - box[0]) * rise
         return box_turned_about_centre(box, angle, width, height, sloping)
 
-    def line(ln: Line) -> Line:
-        words = tuple(replace(w, bbox=back(w.bbox)) for w in ln.words)
-        return replace(ln, bbox=back(ln.bbox), words=words)
-
-    blocks = tuple(
-        replace(b, bbox=back(b.bbox), lines=tuple(line(ln) for ln in b.lines)) for b in page.blocks
-    )
-    return replace(page, blocks=blocks, skew=skew)
+    return replace(page, blocks=moved_blocks(page.blocks, back), skew=skew)
 
 
 def orientation_pnm(image: PageImage) -> bytes:
