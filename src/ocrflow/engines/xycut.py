@@ -295,7 +295,6 @@ def _sections(bands: list[list[B]], height: float, options: CutOptions) -> list[
             sections[-1].extend(band)
             continue
         if _heads_next(sections[-1], last, band, height, width):
-            # ``last`` is the section's last band, its boxes the last of the list.
             del sections[-1][-len(last) :]
             sections.append(list(last))
         sections.append(list(band))
@@ -305,17 +304,15 @@ def _sections(bands: list[list[B]], height: float, options: CutOptions) -> list[
 def _heads_next(
     section: list[B], tail: list[B], following: list[B], height: float, width: float
 ) -> bool:
-    """Whether ``tail``, the last band of a multi-column ``section``, is a heading of the
-    section after it rather than the end of a column: one short line under every column,
-    which all end level just above it, closer to what follows than to them. Column-major
-    reading would put such a heading between the first column and the second."""
-    if len(tail) == len(section):
+    """Whether ``tail``, the last band of a multi-column ``section`` (its boxes the last of
+    the list), is a heading of the section after it rather than the end of a column: one
+    short line under every column, which all end level just above it, closer to what
+    follows than to them. Column-major reading would put such a heading between the first
+    column and the second."""
+    if len(tail) == len(section) or _y1(tail) - _y0(tail) > 1.6 * height:  # one line
         return False
-    body = [b for b in section if b not in tail]
-    columns = _columns(body, width)
+    columns = _columns(section[: -len(tail)], width)
     if len(columns) < 2 or _x1(tail) - _x0(tail) > 0.8 * (_x1(columns[0]) - _x0(columns[0])):
-        return False
-    if _y1(tail) - _y0(tail) > 1.6 * height:  # one line
         return False
     ends = [_y1(column) for column in columns]
     above, below = _y0(tail) - max(ends), _y0(following) - _y1(tail)
