@@ -24,6 +24,7 @@ from ocrflow.engines.tesseract_osd import (
     mean_confidence,
     orientation_pnm,
     parse_orientation,
+    sideways_turn,
     turned_pnm,
     unlevelled,
 )
@@ -137,7 +138,12 @@ class TesseractEngine:
         surer of it (``tesseract_osd.py``). Boxes on the page as given; ``rotation`` the
         turn, ``skew`` as measured."""
         page = self.read(data)
-        turn = self._turn(image) if self.detect_rotation and is_unsure(page) else 0
+        unsure = is_unsure(page)
+        sideways = sideways_turn(page, image.width, image.height) if not unsure else 0
+        if sideways and self.detect_rotation:
+            # Read right already, and its boxes are on the page as given.
+            return replace(page, rotation=sideways)
+        turn = self._turn(image) if self.detect_rotation and unsure else 0
         if turn:
             turned = self.read(turned_pnm(image, turn))
             if mean_confidence(turned) > mean_confidence(page):

@@ -1,7 +1,10 @@
 """Pages Tesseract finds turned or askew, read again upright and level.
 
 Turned: its orientation check (``--psm 0``), run only on a page whose plain reading came
-out unsure, and the page turned before it is read again.
+out unsure, and the page turned before it is read again. A sideways page Tesseract read
+with confidence, its lines running down or up the page, needs neither: the order of its
+words tells the turn (``sideways_turn``). (Read unsure, such columns are often a turned
+page read backwards, glyph by glyph, and go to the check.)
 
 Tesseract's default page segmentation (``--psm 3``) reads a sideways or upside-down page
 as garbage. Checking every page's orientation (``--psm 0``, OCRmyPDF's ``--rotate-pages``)
@@ -21,6 +24,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import unicodedata
 from dataclasses import replace
 
 from PIL import Image
@@ -65,6 +69,43 @@ def mean_confidence(page: TsvPage) -> float:
 def is_unsure(page: TsvPage) -> bool:
     """Whether a reading may come from a turned page (see ``UNSURE_CONFIDENCE``)."""
     return mean_confidence(page) < UNSURE_CONFIDENCE
+
+
+def sideways_turn(page: TsvPage, width: int, height: int) -> int:
+    """Degrees clockwise (90 or 270) that turn upright a page Tesseract read sideways, from
+    the ``width`` x ``height`` px page's lines of several words; 0 when most run across.
+
+    Tesseract's default segmentation reads vertical lines of a sideways page as well as
+    upright ones (confidence 95 on a page turned 90 degrees), so such a page never reads
+    unsure; its text is right, but its words' boxes stand on end, and a text layer written
+    across them is read by ``pdftotext`` one glyph column at a time. Columns of mostly
+    Chinese or Japanese characters are taken for vertical writing, upright."""
+    across = down = up = wide = 0
+    for block in page.blocks:
+        for line in block.lines:
+            boxes = [word.bbox for word in line.words if word.bbox is not None]
+            if len(boxes) < 2:
+                continue
+            (x0, y0), (x1, y1) = _centre(boxes[0]), _centre(boxes[-1])
+            dx, dy = (x1 - x0) * width, (y1 - y0) * height
+            text = "".join(word.text for word in line.words)
+            if abs(dx) >= abs(dy):
+                across += len(text)
+                continue
+            wide += sum(unicodedata.east_asian_width(c) in "WF" for c in text)
+            if dy > 0:
+                down += len(text)
+            else:
+                up += len(text)
+    # Chinese and Japanese are also printed upright in columns read downwards.
+    if down + up <= across or 2 * wide >= down + up:
+        return 0
+    # Lines read downwards: the print was turned a quarter clockwise, so a quarter back.
+    return 270 if down >= up else 90
+
+
+def _centre(box: BBox) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
 
 
 def parse_orientation(osd: str) -> int:

@@ -1,5 +1,6 @@
 """Tesseract reads a turned page: a page read unsure gets its orientation check and is read
-again turned (``tesseract_osd.py``); an upright page is read once."""
+again turned (``tesseract_osd.py``), a page read sideways with confidence gets its turn
+from its lines; an upright page is read once."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from ocrflow.engines.tesseract import TesseractEngine, page_file_bytes
-from ocrflow.engines.tesseract_osd import mean_confidence, parse_orientation
+from ocrflow.engines.tesseract_osd import mean_confidence, parse_orientation, sideways_turn
+from ocrflow.engines.tesseract_tsv import TsvPage
 from ocrflow.render.jobs import PageJob, RenderSpec, render_pages
-from ocrflow.types import PageImage
+from ocrflow.types import BBox, Block, BlockLabel, Line, PageImage, Word
 
 CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpus"
 
@@ -110,3 +112,56 @@ def test_a_skewed_page_is_read_level_and_its_boxes_lie_on_the_printed_lines() ->
         dx = ((last[0] + last[2]) - (first[0] + first[2])) / 2 * image.width
         dy = ((last[1] + last[3]) - (first[1] + first[3])) / 2 * image.height
         assert dy == pytest.approx(slope * dx, abs=0.3 * abs(slope * dx) + 3)
+
+
+def _nemotron_page(number: int) -> PageImage:
+    spec = RenderSpec(dpi=300, max_scan_dpi=400, text_layer="off")
+    job = PageJob(str(CORPUS / "pdfs" / "docling__nemotron_multipage.pdf"), "pdf", (number,), spec)
+    (page,) = render_pages(job)
+    assert page.image is not None
+    return page.image
+
+
+@needs_tesseract
+@pytest.mark.parametrize(("number", "turn", "reads"), [(3, 270, 1), (4, 90, 3)])
+def test_a_sideways_page_read_with_confidence_gets_its_turn_from_its_lines(
+    number: int, turn: int, reads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pages 3 and 4 carry /Rotate 90 and 270, so they are shown turned. Tesseract reads
+    # page 3's columns of words with confidence, and the turn comes from which way its
+    # lines run, with no second reading; page 4 reads unsure, and is checked and read again.
+    image = _nemotron_page(number)
+    engine = TesseractEngine()
+    calls: list[list[str]] = []
+    output = engine._output
+
+    def counted(data: bytes, options: list[str]) -> str:
+        calls.append(options)
+        return output(data, options)
+
+    monkeypatch.setattr(engine, "_output", counted)
+    page = engine.read_upright(image, page_file_bytes(image))
+    assert page.text.startswith("Docling bundles PDF document conversion")
+    assert page.rotation == turn and len(calls) == reads
+    # Either way, the boxes are on the page as given, and tell the same turn.
+    assert sideways_turn(page, image.width, image.height) == turn
+    plain = TesseractEngine(detect_rotation=False).read_upright(image, page_file_bytes(image))
+    assert plain.rotation == 0
+
+
+def _column_page(words: list[tuple[str, BBox]]) -> TsvPage:
+    line = Line(text=" ".join(w for w, _ in words), words=tuple(Word(w, bbox=b) for w, b in words))
+    block = Block(text=line.text, label=BlockLabel.TEXT, lines=(line,))
+    return TsvPage(text=line.text, blocks=(block,))
+
+
+def test_sideways_turn_reads_the_way_the_lines_run() -> None:
+    down = [("Docling", (0.8, 0.10, 0.9, 0.2)), ("bundles", (0.8, 0.25, 0.9, 0.35))]
+    up = [("Docling", (0.1, 0.8, 0.2, 0.9)), ("bundles", (0.1, 0.65, 0.2, 0.75))]
+    across = [("Docling", (0.1, 0.1, 0.2, 0.12)), ("bundles", (0.25, 0.1, 0.35, 0.12))]
+    assert sideways_turn(_column_page(down), 1000, 1400) == 270
+    assert sideways_turn(_column_page(up), 1000, 1400) == 90
+    assert sideways_turn(_column_page(across), 1000, 1400) == 0
+    # Japanese printed in columns is upright: vertical writing, not a turned page.
+    tategaki = [("縦書き", (0.8, 0.10, 0.9, 0.2)), ("の文章", (0.8, 0.25, 0.9, 0.35))]
+    assert sideways_turn(_column_page(tategaki), 1000, 1400) == 0
