@@ -3,7 +3,7 @@ module only gathers them into one Typer app."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -57,7 +57,7 @@ app.command("recipes")(recipes_command)
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: run the command, then leave (``leave``)."""
     import gc
     import importlib.util
     import sys
@@ -68,4 +68,40 @@ def main() -> None:
     # What the imports made lives as long as the process: the collector need not walk it
     # again, in a run's collections nor in the last one at exit (0.14 s of every command).
     gc.freeze()
-    app()
+    try:
+        app()
+    except SystemExit as done:
+        if isinstance(done.code, int | None):
+            leave(done.code or 0)
+        raise
+
+
+def leave(code: int) -> NoReturn:
+    """End the process with ``code`` once the command is done, without tearing it down.
+
+    The command has closed what it wrote by now. What an interpreter's exit would add is
+    freeing every object one by one, the embedded engine's models with their runtime's
+    threads among them (0.25-0.35 s of a run's wall time, on one core): the OS takes the
+    memory back at once. Exit functions still run (servers this process started are
+    stopped there, logs flushed), and threads still at work are waited for, as at any
+    exit, except the ones only freeing models (``RELEASE_THREAD``).
+    """
+    import atexit
+    import os
+    import sys
+    import threading
+
+    from ocrflow.engines.embedded import RELEASE_THREAD
+
+    for thread in threading.enumerate():
+        if thread is threading.current_thread() or thread.daemon:
+            continue
+        if thread.name != RELEASE_THREAD:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: Python's own exit says 120
+            code = code or 120
+    os._exit(code)

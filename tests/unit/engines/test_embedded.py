@@ -313,3 +313,20 @@ def test_closing_at_once_waits_for_the_load_thread(monkeypatch: pytest.MonkeyPat
     asyncio.run(engine.aclose())
     assert not [t for t in threading.enumerate() if t.name == "ocrflow-embedded-load"]
     assert engine._models is None
+
+
+def test_closing_frees_the_models_in_a_thread_of_their_own() -> None:
+    """The models' destructors join the runtime's threads: ``aclose`` hands them to a thread
+    named ``RELEASE_THREAD``, where the last reference goes, and returns without them."""
+    import weakref
+
+    from ocrflow.engines.embedded import RELEASE_THREAD
+
+    engine = EmbeddedEngine(threads=1)
+    gone = weakref.ref(engine._loaded().detector)
+    asyncio.run(engine.aclose())
+    assert engine._models is None
+    for thread in threading.enumerate():
+        if thread.name == RELEASE_THREAD:
+            thread.join(timeout=60)
+    assert gone() is None
