@@ -95,7 +95,9 @@ def find_tables(boxes: Sequence[Box], options: TableOptions | None = None) -> li
     drafts, draft = [], None
     cells = [b for b in boxes if b.x1 - b.x0 <= options.wide * height]
     for row in _rows(cells, options.cell_gap * height):
-        if draft is not None and _extends(draft, row, options.max_row_gap * height):
+        if draft is not None and _extends(
+            draft, row, options.max_row_gap * height, options.max_column_gap * height
+        ):
             continue
         if draft is not None:
             drafts.append(draft)
@@ -134,12 +136,18 @@ def _bottom(row: list[list[Box]]) -> float:
     return max(b.y1 for cell in row for b in cell)
 
 
-def _extends(draft: _Draft, row: list[list[Box]], max_gap: float) -> bool:
-    """Add ``row`` to ``draft`` when it fits its columns (see the module docstring)."""
+def _extends(draft: _Draft, row: list[list[Box]], max_gap: float, max_off: float) -> bool:
+    """Add ``row`` to ``draft`` when it fits its columns (see the module docstring); a cell
+    lies at most ``max_off`` beside its column. Cells further than that from every column
+    are other text at the row's height (a paragraph's last line beside a side box's table)
+    and stay out of it."""
     top = min(b.y0 for cell in row for b in cell)
-    if top - draft.y1 > max_gap or (len(row) < 2 and not _continues(draft.columns, row[0])):
+    if top - draft.y1 > max_gap:
         return False
-    placed = _place(draft.columns, row)
+    row = [cell for cell in row if min(_off(c, cell) for c in draft.columns) <= max_off]
+    if not row or (len(row) < 2 and not _continues(draft.columns, row[0])):
+        return False
+    placed = _place(draft.columns, row, max_off)
     if placed is None:
         return False
     for key, cell in list(placed.items()):
@@ -163,14 +171,22 @@ def _continues(columns: list[list[float]], cell: list[Box]) -> bool:
     return len(hits) == 1 and hits[0] > min(c0 for c0, _ in columns)
 
 
-def _place(columns: list[list[float]], row: list[list[Box]]) -> dict[int, list[Box]] | None:
+def _place(
+    columns: list[list[float]], row: list[list[Box]], max_off: float
+) -> dict[int, list[Box]] | None:
     """Column index of each cell (negative: a new column), or None when the row does not
     fit. As many cells as columns pair up left to right (printed tables are often a little
-    off: a right-aligned number under a left-aligned heading); fewer go to the column they
-    overlap most (or the nearest); more must each overlap at most one column."""
+    off: a right-aligned number under a left-aligned heading), each at most ``max_off``
+    beside its column: further off, it is other text at the height of the row (the last
+    line of a paragraph beside a side box's key-value table, next to a wrapped value with
+    no key); fewer go to the column they overlap most (or the nearest); more must each
+    overlap at most one column."""
     order = sorted(range(len(columns)), key=lambda i: columns[i][0])
     if len(row) == len(columns):
-        return dict(zip(order, row, strict=True))
+        paired = dict(zip(order, row, strict=True))
+        if all(_off(columns[i], cell) <= max_off for i, cell in paired.items()):
+            return paired
+        return None
     placed: dict[int, list[Box]] = {}
     for cell in row:
         x0, x1 = _span(cell)
@@ -186,6 +202,12 @@ def _place(columns: list[list[float]], row: list[list[Box]]) -> dict[int, list[B
             return None
         placed[hits[0] if hits else -1 - len(placed)] = cell
     return placed
+
+
+def _off(column: list[float], cell: list[Box]) -> float:
+    """How far ``cell`` lies beside ``column`` (0 where they overlap)."""
+    x0, x1 = _span(cell)
+    return max(0.0, column[0] - x1, x0 - column[1])
 
 
 def _span(cell: list[Box]) -> tuple[float, float]:

@@ -151,6 +151,26 @@ def test_a_key_value_form_is_a_two_column_table() -> None:
     assert table.rows == tuple(tuple(r) for r in rows)
 
 
+def test_a_paragraph_line_beside_a_side_box_table_stays_out_of_it() -> None:
+    """An infobox's key-value table beside a column of prose: a value that wraps onto a
+    row with no key sits at the height of the column's last line, two cells as the table
+    has columns. That line is far off the key column, so it stays in its paragraph and
+    the table goes on (it had been made the empty key's cell)."""
+    rows = [["Reign", "959-975"], ["Born", "943"], ["Spouses", "Aethelflaed"], ["", "Wulfthryth"]]
+    rows += [["Issue", "Edward"], ["House", "Wessex"]]
+    table_boxes = [
+        line(x, 300 + r * LEADING, x + 12 * len(text), text)
+        for r, row in enumerate(rows)
+        for x, text in zip([700, 820], row, strict=True)
+        if text
+    ]
+    prose = [line(100, 300 + r * LEADING, 560, f"prose line {r} of the column") for r in range(3)]
+    prose.append(line(100, 300 + 3 * LEADING, 200, "of the law."))
+    (table,) = find_tables(table_boxes + prose)
+    assert table.rows == tuple(tuple(r) for r in rows)
+    assert all(b.x0 >= 700 for b in table.boxes)
+
+
 def test_two_columns_of_prose_are_not_a_table() -> None:
     boxes = column(100, 580, 100, "L") + column(620, 1100, 100, "R")
     assert find_tables(boxes) == []
