@@ -54,27 +54,42 @@ def test_python_dash_m_ocrflow_is_the_command_line() -> None:
     assert done.returncode == 0 and "run" in done.stdout, done.stderr[-500:]
 
 
-def test_leaving_waits_for_work_and_exit_functions_but_not_for_freeing_models() -> None:
-    """``ocrflow.cli.leave`` ends the process without freeing every object: what was
-    written is flushed, exit functions run and threads at work are waited for; a thread
-    that only frees models (one that would take a minute here) is not."""
+def test_leaving_at_once_runs_exit_functions_but_does_not_wait_for_freeing_models() -> None:
+    """``ocrflow.cli.leave_at_once`` ends the process without freeing every object: what
+    was written is flushed and exit functions run; a thread that only frees models (one
+    that would take a minute here) is not waited for."""
     code = (
-        "import atexit, sys, threading, time\n"
-        "from ocrflow.cli import leave\n"
+        "import atexit, threading, time\n"
+        "from ocrflow.cli import leave_at_once\n"
         "from ocrflow.engines.embedded import RELEASE_THREAD\n"
+        "threading.Thread(target=time.sleep, args=(60,), name=RELEASE_THREAD).start()\n"
+        "atexit.register(lambda: print('exit functions ran'))\n"
+        "print('in the buffer', end='')\n"
+        "leave_at_once(3)\n"
+        "print('not reached')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "in the buffer" + "exit functions ran\n"
+
+
+def test_a_thread_still_at_work_gets_the_usual_exit() -> None:
+    """A thread at work when the command returns (an executor not shut down, an upload)
+    would be cut short, or never told to stop: the process exits as usual instead."""
+    code = (
+        "import sys, threading, time\n"
+        "from ocrflow.cli import leave_at_once\n"
         "def work():\n"
         "    time.sleep(0.5)\n"
         "    print('work done')\n"
         "threading.Thread(target=work).start()\n"
-        "threading.Thread(target=time.sleep, args=(60,), name=RELEASE_THREAD).start()\n"
-        "atexit.register(lambda: print('exit functions ran'))\n"
-        "print('in the buffer', end='')\n"
-        "leave(3)\n"
+        "leave_at_once(3)\n"
+        "print('left as usual')\n"
+        "sys.exit(3)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.returncode == 3, done.stderr
-    assert done.stdout.startswith("in the buffer")
-    assert "work done" in done.stdout and "exit functions ran" in done.stdout
+    assert "left as usual" in done.stdout and "work done" in done.stdout
 
 
 def test_the_command_line_keeps_its_exit_codes() -> None:
