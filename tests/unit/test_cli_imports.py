@@ -68,7 +68,7 @@ def test_leaving_at_once_runs_exit_functions_but_does_not_wait_for_freeing_model
         "leave_at_once(3)\n"
         "print('not reached')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    done = _python(code)
     assert done.returncode == 3, done.stderr
     assert done.stdout == "in the buffer" + "exit functions ran\n"
 
@@ -87,9 +87,14 @@ def test_a_thread_still_at_work_gets_the_usual_exit() -> None:
         "print('left as usual')\n"
         "sys.exit(3)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    done = _python(code)
     assert done.returncode == 3, done.stderr
     assert "left as usual" in done.stdout and "work done" in done.stdout
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a Python of its own, within 30 s (a minute's wait fails)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
 
 
 def test_the_command_line_keeps_its_exit_codes() -> None:

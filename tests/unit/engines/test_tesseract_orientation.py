@@ -39,11 +39,25 @@ def test_parse_orientation(turn: int, confidence: float, expected: int) -> None:
     assert parse_orientation("Too few characters. Skipping this page") == 0
 
 
-def _rendered(name: str) -> PageImage:
+def _rendered(name: str, number: int = 1) -> PageImage:
     spec = RenderSpec(dpi=300, max_scan_dpi=400, text_layer="off")
-    (page,) = render_pages(PageJob(str(CORPUS / "pdfs" / f"{name}.pdf"), "pdf", (1,), spec))
+    job = PageJob(str(CORPUS / "pdfs" / f"{name}.pdf"), "pdf", (number,), spec)
+    (page,) = render_pages(job)
     assert page.image is not None
     return page.image
+
+
+def _counted(engine: TesseractEngine, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The options of each Tesseract run ``engine`` makes from now on."""
+    calls: list[list[str]] = []
+    output = engine._output
+
+    def counted(data: bytes, options: list[str]) -> str:
+        calls.append(options)
+        return output(data, options)
+
+    monkeypatch.setattr(engine, "_output", counted)
+    return calls
 
 
 @needs_tesseract
@@ -71,14 +85,7 @@ def test_a_turned_page_is_read_upright(name: str, turn: int) -> None:
 def test_an_upright_page_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     image = _rendered("ocrmypdf__linn")
     engine = TesseractEngine()
-    calls: list[list[str]] = []
-    output = engine._output
-
-    def counted(data: bytes, options: list[str]) -> str:
-        calls.append(options)
-        return output(data, options)
-
-    monkeypatch.setattr(engine, "_output", counted)
+    calls = _counted(engine, monkeypatch)
     page = engine.read_upright(image, page_file_bytes(image))
     assert page.rotation == 0 and len(calls) == 1
 
@@ -114,14 +121,6 @@ def test_a_skewed_page_is_read_level_and_its_boxes_lie_on_the_printed_lines() ->
         assert dy == pytest.approx(slope * dx, abs=0.3 * abs(slope * dx) + 3)
 
 
-def _nemotron_page(number: int) -> PageImage:
-    spec = RenderSpec(dpi=300, max_scan_dpi=400, text_layer="off")
-    job = PageJob(str(CORPUS / "pdfs" / "docling__nemotron_multipage.pdf"), "pdf", (number,), spec)
-    (page,) = render_pages(job)
-    assert page.image is not None
-    return page.image
-
-
 @needs_tesseract
 @pytest.mark.parametrize(("number", "turn", "reads"), [(3, 270, 1), (4, 90, 3)])
 def test_a_sideways_page_read_with_confidence_gets_its_turn_from_its_lines(
@@ -130,16 +129,9 @@ def test_a_sideways_page_read_with_confidence_gets_its_turn_from_its_lines(
     # Pages 3 and 4 carry /Rotate 90 and 270, so they are shown turned. Tesseract reads
     # page 3's columns of words with confidence, and the turn comes from which way its
     # lines run, with no second reading; page 4 reads unsure, and is checked and read again.
-    image = _nemotron_page(number)
+    image = _rendered("docling__nemotron_multipage", number)
     engine = TesseractEngine()
-    calls: list[list[str]] = []
-    output = engine._output
-
-    def counted(data: bytes, options: list[str]) -> str:
-        calls.append(options)
-        return output(data, options)
-
-    monkeypatch.setattr(engine, "_output", counted)
+    calls = _counted(engine, monkeypatch)
     page = engine.read_upright(image, page_file_bytes(image))
     assert page.text.startswith("Docling bundles PDF document conversion")
     assert page.rotation == turn and len(calls) == reads
