@@ -18,6 +18,7 @@ from typing import Protocol
 
 from pydantic import SecretStr
 
+from ocrflow.cancellation import run_to_end
 from ocrflow.config import OutputOptions, PassOptions, RenderOptions, RouteOptions
 from ocrflow.config.pagespec import select_pages
 from ocrflow.inputs.expand import refusal
@@ -288,10 +289,12 @@ class DocumentPipeline:
     async def _commit_durable(self, doc_ids: list[str]) -> None:
         commits = [p for p in (self._pending.pop(d, None) for d in doc_ids) if p is not None]
         if commits:
-            # Shielded: these may be other tasks' documents (popped here, so nobody else
-            # commits them), and this task being cancelled (its own lease lost) must not
-            # leave them written but uncommitted.
-            await asyncio.shield(self._commit_all(commits))
+            # Run to their end: these may be other tasks' documents (popped here, so nobody
+            # else commits them), and this task being cancelled (its own lease lost, the run
+            # stopping on another document's error) must not leave them written but
+            # uncommitted. Their own error then goes with the cancellation, retrieved: once
+            # left to a shielded task nobody awaited, asyncio printed it as a traceback.
+            await run_to_end(self._commit_all(commits))
 
     async def _commit_all(self, commits: list[PendingCommit]) -> None:
         for pending in commits:
