@@ -139,10 +139,10 @@ class TesseractEngine:
         turn, ``skew`` as measured."""
         page = self.read(data)
         unsure = is_unsure(page)
-        sideways = sideways_turn(page, image.width, image.height) if not unsure else 0
-        if sideways and self.detect_rotation:
-            # Read right already, and its boxes are on the page as given.
-            return replace(page, rotation=sideways)
+        if self.detect_rotation and not unsure:
+            sideways = sideways_turn(page, image.width, image.height)
+            if sideways:  # read right already, its boxes on the page as given
+                return replace(page, rotation=sideways)
         turn = self._turn(image) if self.detect_rotation and unsure else 0
         if turn:
             turned = self.read(turned_pnm(image, turn))

@@ -323,10 +323,13 @@ def test_closing_frees_the_models_in_a_thread_of_their_own() -> None:
     from ocrflow.engines.embedded import RELEASE_THREAD
 
     engine = EmbeddedEngine(threads=1)
-    gone = weakref.ref(engine._loaded().detector)
+    freed_in: list[str] = []
+    weakref.finalize(
+        engine._loaded().detector, lambda: freed_in.append(threading.current_thread().name)
+    )
     asyncio.run(engine.aclose())
     assert engine._models is None
     for thread in threading.enumerate():
         if thread.name == RELEASE_THREAD:
             thread.join(timeout=60)
-    assert gone() is None
+    assert freed_in == [RELEASE_THREAD]
