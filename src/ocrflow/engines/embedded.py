@@ -59,7 +59,8 @@ from ocrflow.types import Block, EngineReply, PageImage, PageRequest
 
 if TYPE_CHECKING:
     # Imported on first use: the models' steps bring OpenCV and the runtimes.
-    from ocrflow.engines.ppocr import PageLines, PpocrModels
+    from ocrflow.engines.ppocr import PpocrModels
+    from ocrflow.engines.ppocr_recognizer import PageLines
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -23,19 +23,15 @@ from ocrflow.engines.line_threads import LineThreads
 from ocrflow.engines.ppocr_charset import (
     alphabetic_classes,
     alphabetic_model,
+    head_model,
     is_alphabetic,
     looks_cut,
     needs_whole_recogniser,
 )
 from ocrflow.engines.ppocr_det import db_quads, detector_input
 from ocrflow.engines.ppocr_dethead import quarter_resolution_head
-from ocrflow.engines.ppocr_lines import (
-    CtcDecoder,
-    best_classes,
-    classifier_input,
-    classifier_labels,
-    recognizer_input,
-)
+from ocrflow.engines.ppocr_lines import CtcDecoder, classifier_input, classifier_labels
+from ocrflow.engines.ppocr_recognizer import LineModel, PageLines
 from ocrflow.engines.runtime import Session, open_session, prime_openvino
 from ocrflow.errors import EngineError
 
@@ -49,38 +45,6 @@ PROBE_LINES = 2
 #: recogniser: all of them up to this many, else this share of them (most likely first).
 MIN_DOUBT_CHECKS = 32
 DOUBT_CHECK_SHARE = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class LineModel:
-    """A recogniser session and the decoder of its output classes."""
-
-    session: Session
-    decoder: CtcDecoder
-    #: Where a page's lines are read side by side (``line_threads.py``).
-    threads: LineThreads = field(default_factory=lambda: LineThreads(1))
-
-    def read(self, lines: list[np.ndarray], batch: int) -> list[tuple[str, float]]:
-        """Text and confidence of each line, read ``batch`` at a time, narrowest first
-        (a batch is padded to its widest line); the lines dealt out in turn among the
-        line threads, so each gets as many wide lines as narrow ones."""
-        order = np.argsort([line_length(line) for line in lines], kind="stable")
-        shares = self.threads.shares(len(lines))
-        parts = [order[k::shares] for k in range(shares)]
-
-        def read_part(part: np.ndarray) -> list[tuple[int, tuple[str, float]]]:
-            read: list[tuple[int, tuple[str, float]]] = []
-            for start in range(0, len(part), batch):
-                chosen = part[start : start + batch]
-                best = self.session(recognizer_input([lines[i] for i in chosen]), best_classes)
-                read += zip(chosen, self.decoder.decode_batch(best), strict=True)
-            return read
-
-        results: list[tuple[str, float]] = [("", 0.0)] * len(lines)
-        for part in self.threads.map(read_part, parts):
-            for index, result in part:
-                results[index] = result
-        return results
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +83,7 @@ class PpocrModels:
         files = bundled_model_files()
         tasks = ["det", "cls", "rec"]
         if charset == "auto" and backend == "openvino":
-            tasks.append("rec-alphabetic")
+            tasks += ["rec-alphabetic", "rec-head"]
 
         def session(task: str) -> Session | None:
             edit = _EDITS.get(task) if backend == "openvino" else None
@@ -130,7 +94,7 @@ class PpocrModels:
                     backend=backend,
                     threads=threads,
                     streams=streams,
-                    task=task[:3],
+                    task=_INPUTS.get(task, task),
                     edit=change,
                 )
 
@@ -142,7 +106,7 @@ class PpocrModels:
                 # Another model than the one measured: run it as it is (the alphabetic
                 # recogniser is then left out: every line is read by the whole one).
                 logger.warning("%s model left as it is: %s", task, exc)
-                return None if task == "rec-alphabetic" else opened(None)
+                return opened(None) if task == "det" else None
 
         try:
             if backend == "openvino":
@@ -152,18 +116,19 @@ class PpocrModels:
                 sessions = list(pool.map(session, tasks))
         except Exception as exc:  # onnxruntime and openvino raise plain exceptions
             raise EngineError(f"cannot load the PP-OCR models: {last_line(exc)}") from exc
-        detector, classifier, whole, *cut = sessions
+        detector, classifier, whole, *parts = sessions
         assert detector is not None and classifier is not None and whole is not None
+        cut, head = parts if parts and parts[0] is not None else (None, None)
         characters = whole.metadata("character")
         if not characters:
             raise EngineError(f"{files['rec'].name} carries no character list")
         known = characters.splitlines()
         alphabetic = None
         shared = line_threads or LineThreads(1)
-        if cut and cut[0] is not None:
+        if cut is not None:
             kept = [known[i - 1] for i in alphabetic_classes(known)[1:-1]]
-            alphabetic = LineModel(cut[0], CtcDecoder(kept), shared)
-        recognizer = LineModel(whole, CtcDecoder(known), shared)
+            alphabetic = LineModel(cut, CtcDecoder(kept), shared, keeps_features=True)
+        recognizer = LineModel(whole, CtcDecoder(known), shared, head=head)
         return cls(detector, classifier, recognizer, alphabetic, det_side, rec_batch, cls_batch)
 
     def detect(self, bgr: np.ndarray) -> Quads:
@@ -196,6 +161,7 @@ class PpocrModels:
         first when there is one (``_read_alphabetic_first``); lines already read by a
         recogniser are not read by it again."""
         results = self._readings(page, list(range(len(page.lines))))
+        page.forget_features()
         texts, scores = zip(*results.values(), strict=True) if results else ((), ())
         return tuple(texts), tuple(scores)
 
@@ -244,40 +210,14 @@ class PpocrModels:
         return results
 
 
-class PageLines:
-    """One page's line crops, as the recogniser reads them (with ``margin``), and what each
-    recogniser has read of them so far: no line is read twice by one model (the page's
-    orientation check reads its longest lines before the page is read)."""
-
-    def __init__(self, crops: list[np.ndarray], margin: float) -> None:
-        self.crops = crops
-        self.margin = margin
-        self.lines = [_with_margin(c, margin) for c in crops]
-        self._readings: dict[tuple[LineModel, int], tuple[str, float]] = {}
-
-    def turned(self) -> PageLines:
-        """The same lines turned 180°, none read yet."""
-        return PageLines([turn_half(crop) for crop in self.crops], self.margin)
-
-    def read(self, model: LineModel, chosen: list[int], batch: int) -> dict[int, tuple[str, float]]:
-        """``model``'s reading of the ``chosen`` lines, by index; each line is read once."""
-        new = [i for i in chosen if (model, i) not in self._readings]
-        if new:
-            readings = model.read([self.lines[i] for i in new], batch)
-            self._readings.update(((model, i), r) for i, r in zip(new, readings, strict=True))
-        return {i: self._readings[model, i] for i in chosen}
-
-
-def turn_half(crop: np.ndarray) -> np.ndarray:
-    """``crop`` turned 180°."""
-    return np.ascontiguousarray(crop[::-1, ::-1])
-
-
 #: How OpenVINO's models are rewritten before they are compiled (same arithmetic or, for
 #: the alphabetic recogniser, fewer classes): task -> edit of the model read from the file.
 _EDITS: Mapping[str, Callable[[Any], Any]] = MappingProxyType(
-    {"det": quarter_resolution_head, "rec-alphabetic": alphabetic_model}
+    {"det": quarter_resolution_head, "rec-alphabetic": alphabetic_model, "rec-head": head_model}
 )
+#: What a task's model takes in when that is not its file's own input: the head reads
+#: features, not lines (``open_session`` pads a line's width).
+_INPUTS: Mapping[str, str] = MappingProxyType({"rec-alphabetic": "rec", "rec-head": "features"})
 
 
 def _all_alphabetic(readings: Iterable[tuple[str, float]]) -> bool:
@@ -300,20 +240,6 @@ def bundled_model_files() -> dict[str, Path]:
         names = sorted(p.name for p in folder.glob("*.onnx"))
         raise EngineError(f"expected one det, cls and rec model in {folder}, found {names}")
     return {task: paths[0] for task, paths in found.items()}
-
-
-def _with_margin(crop: np.ndarray, margin: float) -> np.ndarray:
-    """``crop`` with ``margin`` × its height of background (the median colour of its top
-    and bottom rows) added above and below: the recogniser scales lines to 48 px high, so
-    a taller crop is a narrower input."""
-    pad = round(crop.shape[0] * margin / 2)
-    if pad <= 0:
-        return crop
-    background = np.median(np.concatenate([crop[0], crop[-1]]), axis=0).astype(np.uint8)
-    padded = np.empty((crop.shape[0] + 2 * pad, *crop.shape[1:]), np.uint8)
-    padded[:] = background
-    padded[pad : pad + crop.shape[0]] = crop
-    return padded
 
 
 def rotated_crop(bgr: np.ndarray, quad: np.ndarray) -> np.ndarray:

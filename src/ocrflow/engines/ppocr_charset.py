@@ -8,7 +8,9 @@ Latin lines in 31 % less recogniser time, 17 % less CPU a page with the lines th
 model reads again, with the same text on every benchmark page (docs/embedded-engine.md).
 A line it may have misread (``needs_whole_recogniser``: unsure, or with the gaps that CJK,
 Hangul or Devanagari it cannot say leave) is read again by the whole model, whose reading
-is kept when it holds characters the cut-down one cannot say.
+is kept when it holds characters the cut-down one cannot say. The cut-down model also gives
+back what its last layer read, so that reading again is the whole model's last layer alone
+(``head_model``): a sixth of a reading.
 
 OpenVINO only: the cut is an edit of OpenVINO's graph (``reduced_model``); on ONNX Runtime
 every line is read by the whole model.
@@ -17,6 +19,7 @@ every line is read by the whole model.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -88,26 +91,62 @@ def alphabetic_model(model: Any) -> Any:
 
 def reduced_model(model: Any, classes: Sequence[int]) -> Any:
     """A copy of the OpenVINO recogniser ``model`` whose head (features × a constant
-    matrix + a constant bias, then a softmax) scores only ``classes``; ``ValueError`` when
-    the model does not end that way."""
+    matrix + a constant bias, then a softmax) scores only ``classes``, with a second
+    output: the features its head read, which the whole model's head alone
+    (``head_model``) reads again for a sixth of a reading. ``ValueError`` when the model
+    does not end that way."""
     import openvino as ov
     import openvino.opset13 as ops
 
-    softmax = _skip_identity(model.get_results()[0].input_value(0).get_node())
-    if softmax.get_type_name() != "Softmax":
-        raise ValueError(f"the recogniser ends in {softmax.get_type_name()}, not Softmax")
-    logits, bias = _by_constant(_skip_identity(softmax.input_value(0).get_node()), "Add")
-    features, weights = _by_constant(logits.get_node(), "MatMul")
-    attributes = logits.get_node().get_attributes()
-    if attributes.get("transpose_a") or attributes.get("transpose_b"):
-        raise ValueError("the recogniser's matrix product is transposed")
+    head = _Head.of(model)
     chosen = np.asarray(classes)
-    head = ops.add(
-        ops.matmul(features, ops.constant(weights.get_data()[:, chosen].copy()), False, False),
-        ops.constant(bias.get_data()[..., chosen].copy()),
+    scores = ops.add(
+        ops.matmul(head.features, ops.constant(head.weights[:, chosen].copy()), False, False),
+        ops.constant(head.bias[..., chosen].copy()),
     )
-    axis = softmax.get_attributes().get("axis", -1)
-    return ov.Model([ops.softmax(head, axis).output(0)], model.get_parameters(), "rec-alphabetic")
+    outputs = [ops.softmax(scores, head.axis).output(0), head.features]
+    return ov.Model(outputs, model.get_parameters(), "rec-alphabetic")
+
+
+def head_model(model: Any) -> Any:
+    """The OpenVINO recogniser ``model``'s head alone: a line's features (1, steps,
+    features), as ``reduced_model`` gives them, in; the probabilities of every class at
+    each step out, as the whole model gives them. ``ValueError`` as ``reduced_model``."""
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    head = _Head.of(model)
+    features = ops.parameter([1, -1, head.weights.shape[0]], np.float32, "features")
+    scores = ops.add(
+        ops.matmul(features, ops.constant(head.weights), False, False),
+        ops.constant(head.bias),
+    )
+    return ov.Model([ops.softmax(scores, head.axis).output(0)], [features], "rec-head")
+
+
+@dataclass(frozen=True)
+class _Head:
+    """The recogniser's last layer: ``features`` × ``weights`` + ``bias``, softmax over
+    ``axis``."""
+
+    features: Any
+    weights: np.ndarray
+    bias: np.ndarray
+    axis: int
+
+    @classmethod
+    def of(cls, model: Any) -> _Head:
+        """``model``'s head; ``ValueError`` when it does not end in one."""
+        softmax = _skip_identity(model.get_results()[0].input_value(0).get_node())
+        if softmax.get_type_name() != "Softmax":
+            raise ValueError(f"the recogniser ends in {softmax.get_type_name()}, not Softmax")
+        logits, bias = _by_constant(_skip_identity(softmax.input_value(0).get_node()), "Add")
+        features, weights = _by_constant(logits.get_node(), "MatMul")
+        attributes = logits.get_node().get_attributes()
+        if attributes.get("transpose_a") or attributes.get("transpose_b"):
+            raise ValueError("the recogniser's matrix product is transposed")
+        axis = int(softmax.get_attributes().get("axis", -1))
+        return cls(features, weights.get_data(), bias.get_data(), axis)
 
 
 def _skip_identity(node: Any) -> Any:

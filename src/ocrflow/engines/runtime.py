@@ -16,7 +16,7 @@ import importlib.util
 import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -101,6 +101,10 @@ class Session(Protocol):
         """``reduce`` of the model's first output (by default a copy of it)."""
         ...
 
+    def outputs(self, inputs: np.ndarray, reduces: Sequence[Reduce]) -> list[Any]:
+        """``reduces[k]`` of the model's output ``k``, for each of ``reduces``."""
+        ...
+
     def metadata(self, key: str) -> str | None:
         """A string the model file carries under ``key`` (the recogniser's characters)."""
         ...
@@ -115,8 +119,15 @@ class OrtSession:
 
     def __call__(self, inputs: np.ndarray, reduce: Reduce = _copy) -> Any:
         """See ``Session.__call__``."""
-        output = self.session.run(None, {self._input: inputs})[0]
-        return output if reduce is _copy else reduce(output)
+        return self.outputs(inputs, (reduce,))[0]
+
+    def outputs(self, inputs: np.ndarray, reduces: Sequence[Reduce]) -> list[Any]:
+        """See ``Session.outputs`` (ONNX Runtime's outputs are arrays of their own)."""
+        found = self.session.run(None, {self._input: inputs})
+        return [
+            out if reduce is _copy else reduce(out)
+            for out, reduce in zip(found, reduces, strict=False)
+        ]
 
     def metadata(self, key: str) -> str | None:
         """See ``Session.metadata``."""
@@ -271,15 +282,20 @@ class OpenVinoSession:
         return self._built
 
     def __call__(self, inputs: np.ndarray, reduce: Reduce = _copy) -> Any:
-        """See ``Session.__call__``: ``reduce`` runs before the request is given back,
-        since the output tensor's memory is reused by the next call."""
+        """See ``Session.__call__``."""
+        return self.outputs(inputs, (reduce,))[0]
+
+    def outputs(self, inputs: np.ndarray, reduces: Sequence[Reduce]) -> list[Any]:
+        """See ``Session.outputs``: each reduction runs before the request is given back,
+        since the output tensors' memory is reused by the next call."""
         if self._widths is not None:
             inputs = pad_width(inputs, self._widths(inputs.shape[-1]))
         copy = self._borrow(inputs.shape)
         try:
             copy.request.infer([inputs])
             copy.ran(inputs.shape)
-            return reduce(copy.request.get_output_tensor(0).data)
+            tensor = copy.request.get_output_tensor
+            return [reduce(tensor(k).data) for k, reduce in enumerate(reduces)]
         finally:
             self._give_back(copy)
 
