@@ -125,6 +125,24 @@ def test_a_shape_goes_back_to_the_copy_that_has_run_it() -> None:
     assert [sum(line.shape in copy.shapes for copy in copies) for line in (narrow, wide)] == [1, 1]
 
 
+def test_a_session_gives_each_output_of_a_model_its_own_reduction() -> None:
+    """The alphabetic recogniser's two outputs (its classes' probabilities, the features
+    its last layer read), from one call; the line padded to its width bucket first."""
+    from ocrflow.engines.ppocr_charset import alphabetic_model
+
+    path = bundled_model_files()["rec"]
+    session = runtime.OpenVinoSession(
+        path, 1, widths=runtime.rec_width_bucket, edit=alphabetic_model
+    )
+    line = _line(100, 3)
+    best, features = session.outputs(line, (lambda out: out.argmax(axis=2), np.copy))
+    steps = runtime.rec_width_bucket(100) // 8
+    assert best.shape == (1, steps)
+    assert features.shape == (1, steps, 120)
+    assert np.array_equal(best, session(line, lambda out: out.argmax(axis=2)))
+    assert np.array_equal(features, session.outputs(line, (np.copy, np.copy))[1])
+
+
 def test_recogniser_widths_are_padded_to_a_few_shapes() -> None:
     batch = _line(100, 2)
     padded = runtime.pad_width(batch, runtime.rec_width_bucket(100))
