@@ -96,15 +96,9 @@ def reduced_model(model: Any, classes: Sequence[int]) -> Any:
     (``head_model``) reads again for a sixth of a reading. ``ValueError`` when the model
     does not end that way."""
     import openvino as ov
-    import openvino.opset13 as ops
 
     head = _Head.of(model)
-    chosen = np.asarray(classes)
-    scores = ops.add(
-        ops.matmul(head.features, ops.constant(head.weights[:, chosen].copy()), False, False),
-        ops.constant(head.bias[..., chosen].copy()),
-    )
-    outputs = [ops.softmax(scores, head.axis).output(0), head.features]
+    outputs = [head.probabilities(head.features, np.asarray(classes)), head.features]
     return ov.Model(outputs, model.get_parameters(), "rec-alphabetic")
 
 
@@ -117,11 +111,7 @@ def head_model(model: Any) -> Any:
 
     head = _Head.of(model)
     features = ops.parameter([1, -1, head.weights.shape[0]], np.float32, "features")
-    scores = ops.add(
-        ops.matmul(features, ops.constant(head.weights), False, False),
-        ops.constant(head.bias),
-    )
-    return ov.Model([ops.softmax(scores, head.axis).output(0)], [features], "rec-head")
+    return ov.Model([head.probabilities(features.output(0))], [features], "rec-head")
 
 
 @dataclass(frozen=True)
@@ -147,6 +137,18 @@ class _Head:
             raise ValueError("the recogniser's matrix product is transposed")
         axis = int(softmax.get_attributes().get("axis", -1))
         return cls(features, weights.get_data(), bias.get_data(), axis)
+
+    def probabilities(self, features: Any, classes: np.ndarray | None = None) -> Any:
+        """This layer, over ``classes`` only when given, on ``features`` (a graph output)."""
+        import openvino.opset13 as ops
+
+        weights, bias = self.weights, self.bias
+        if classes is not None:
+            weights, bias = weights[:, classes].copy(), bias[..., classes].copy()
+        scores = ops.add(
+            ops.matmul(features, ops.constant(weights), False, False), ops.constant(bias)
+        )
+        return ops.softmax(scores, self.axis).output(0)
 
 
 def _skip_identity(node: Any) -> Any:

@@ -45,12 +45,11 @@ class LineModel:
         (a batch is padded to its widest line); the lines dealt out in turn among the
         line threads, so each gets as many wide lines as narrow ones."""
 
+        reduces = (best_classes, np.copy) if self.keeps_features else (best_classes,)
+
         def read_batch(chosen: list[np.ndarray]) -> list[LineReading]:
-            inputs = recognizer_input(chosen)
-            if not self.keeps_features:
-                best = self.session(inputs, best_classes)
-                return [LineReading(*read) for read in self.decoder.decode_batch(best)]
-            best, features = self.session.outputs(inputs, (best_classes, np.copy))
+            best, *kept = self.session.outputs(recognizer_input(chosen), reduces)
+            features = kept[0] if kept else [None] * len(chosen)
             read = self.decoder.decode_batch(best)
             return [LineReading(*r, f) for r, f in zip(read, features, strict=True)]
 
