@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint bench bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality bench-sinks bench-ray-data bench-ocrmypdf clean
+.PHONY: demo test test-fast lint bench bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality bench-sinks bench-ray-data bench-ocrmypdf bench-layer-columns clean
 
 $(BIN)/ocrflow: pyproject.toml constraints/test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,12 @@ bench-textlayer: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_text_route.py
 	$(BIN)/python bench/bench_textlayer.py
 	$(BIN)/python bench/bench_blank.py
+
+## make bench-layer-columns: does pdftotext read our searchable PDFs' two columns as the
+## Markdown does, gutter by gutter (docs/searchable-pdf.md)? Needs poppler's pdftotext.
+bench-layer-columns: $(BIN)/ocrflow
+	$(BIN)/python bench/bench_layer_columns.py
+	$(BIN)/python bench/bench_layer_columns.py --engine tesseract
 
 bench-geometry: $(BIN)/ocrflow
 	$(BIN)/python bench/bench_geometry.py
