@@ -60,10 +60,9 @@ def split_at_gutters(quads: Quads, bgr: np.ndarray) -> Quads:
     line = float(median((y1 - y0).tolist()))
     if line <= 0:
         return quads
-    gray = bgr if bgr.ndim == 2 else bgr.min(axis=2)
     pieces: list[np.ndarray] = []
     for i, quad in enumerate(quads):
-        gap = _gutter_cut(i, (x0, y0, x1, y1), line, gray)
+        gap = _gutter_cut(i, (x0, y0, x1, y1), line, bgr)
         pieces.extend([quad] if gap is None else _cut_quad(quad, *gap))
     if len(pieces) == len(quads):
         return quads
@@ -74,7 +73,7 @@ def _gutter_cut(
     i: int,
     bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     line: float,
-    gray: np.ndarray,
+    bgr: np.ndarray,
 ) -> tuple[float, float] | None:
     """The gap line ``i`` is cut at (x from, x to, in pixels), or None."""
     x0, y0, x1, y1 = bounds
@@ -94,7 +93,7 @@ def _gutter_cut(
         sides = (int((x1[near] <= left).sum()), int((x0[near] >= right).sum()))
         if min(sides) < MIN_SIDE:
             continue
-        gap = _ink_gap(gray, (x0[i], y0[i], x1[i], y1[i]), left, right, line)
+        gap = _ink_gap(bgr, (x0[i], y0[i], x1[i], y1[i]), left, right, line)
         if gap is not None:
             return gap
     return None
@@ -117,7 +116,7 @@ def _free(
 
 
 def _ink_gap(
-    gray: np.ndarray,
+    bgr: np.ndarray,
     box: tuple[float, float, float, float],
     left: float,
     right: float,
@@ -129,12 +128,14 @@ def _ink_gap(
     bx0, by0, bx1, by1 = box
     tall = by1 - by0
     top, bottom = round(by0 + EDGE * tall), round(by1 - EDGE * tall)
-    start, stop = max(round(bx0), 0), min(round(bx1), gray.shape[1])
+    start, stop = max(round(bx0), 0), min(round(bx1), bgr.shape[1])
     if bottom <= top or stop - start < 2:
         return None
-    strip = gray[max(top, 0) : min(bottom, gray.shape[0]), start:stop]
+    strip = bgr[max(top, 0) : min(bottom, bgr.shape[0]), start:stop]
     if strip.size == 0:
         return None
+    if strip.ndim == 3:  # the darkest channel: ink in any colour
+        strip = strip.min(axis=2)
     dark, light = np.percentile(strip, (1, 99))
     if light - dark < 32:  # no contrast: nothing to go by
         return None
