@@ -51,6 +51,7 @@ from ocrflow.engines.geometry import (
     turn_quads_quarter,
 )
 from ocrflow.engines.gutters import split_at_gutters
+from ocrflow.engines.ink import to_ink_paragraphs
 from ocrflow.engines.layout import TextBox, laid_out
 from ocrflow.engines.line_threads import LineThreads
 from ocrflow.engines.runtime import resolve_backend
@@ -304,7 +305,9 @@ def _read_page(models: PpocrModels, bgr: np.ndarray, options: EmbeddedOptions) -
     )
     paragraphs = laid_out(boxes)
     clock.lap("layout")
-    blocks = ocr_blocks(paragraphs, PageFrame(bgr.shape[1], bgr.shape[0], rotation))
+    # The model keeps lines as printed (``ink.py``); an upside-down page's boxes are turned.
+    printed = to_ink_paragraphs(paragraphs, bgr if turned is None else bgr[::-1, ::-1])
+    blocks = ocr_blocks(printed, PageFrame(bgr.shape[1], bgr.shape[0], rotation))
     clock.lap("blocks")
     text = "\n\n".join(paragraph.text for paragraph in paragraphs)
     skew = math.degrees(page_skew([b for b in boxes if b.text.strip()]))

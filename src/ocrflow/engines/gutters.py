@@ -34,6 +34,7 @@ from statistics import median
 import numpy as np
 
 from ocrflow.engines.geometry import Quads
+from ocrflow.engines.ink import inked_columns
 
 #: Thresholds in median line heights (module docstring).
 MIN_GUTTER = 0.5
@@ -45,9 +46,6 @@ MAX_HEIGHT = 1.6
 MIN_SIDE = 2
 #: Neighbours at least this share of the line's length are left out of its gutter test.
 ALONG = 0.75
-#: Share of a line's height, from its top and bottom, left out of its ink test: the
-#: detector's box takes in some of the lines above and below at its edges.
-EDGE = 0.2
 
 
 def split_at_gutters(quads: Quads, bgr: np.ndarray) -> Quads:
@@ -125,21 +123,10 @@ def _ink_gap(
     """The widest inkless run of columns of the line's box that lies in [``left``,
     ``right``] (widened by half a line each way, the neighbours' boxes being padded), when
     it is at least ``MIN_GAP`` lines wide: (its first column, the one after its last)."""
-    bx0, by0, bx1, by1 = box
-    tall = by1 - by0
-    top, bottom = round(by0 + EDGE * tall), round(by1 - EDGE * tall)
-    start, stop = max(round(bx0), 0), min(round(bx1), bgr.shape[1])
-    if bottom <= top or stop - start < 2:
+    inked = inked_columns(bgr, box)
+    if inked is None:
         return None
-    strip = bgr[max(top, 0) : min(bottom, bgr.shape[0]), start:stop]
-    if strip.size == 0:
-        return None
-    if strip.ndim == 3:  # the darkest channel: ink in any colour
-        strip = strip.min(axis=2)
-    dark, light = np.percentile(strip, (1, 99))
-    if light - dark < 32:  # no contrast: nothing to go by
-        return None
-    inked = (strip < (dark + light) / 2).any(axis=0)
+    start = max(round(box[0]), 0)
     low = max(round(left - line / 2) - start, 0)
     high = min(round(right + line / 2) - start, len(inked))
     best, best_at, run = 0, 0, 0
