@@ -38,9 +38,12 @@ def inked_columns(bgr: np.ndarray, box: tuple[float, float, float, float]) -> np
     if bottom <= top or stop - start < 2:
         return None
     strip = bgr[top:bottom, start:stop]
-    if strip.ndim == 3:  # the darkest channel: ink in any colour
-        strip = strip.min(axis=2)
-    dark, light = np.percentile(strip, (1, 99))
+    if strip.ndim == 3:  # the darkest channel: ink in any colour (pairwise: a reduction
+        # over three channels is several times slower)
+        strip = np.minimum(np.minimum(strip[..., 0], strip[..., 1]), strip[..., 2])
+    # Every third column of every other row tells paper from ink as well, in a sixth of
+    # the time (the percentiles sort what they are given).
+    dark, light = np.percentile(strip[::2, ::3], (1, 99))
     if light - dark < MIN_CONTRAST:
         return None
     inked: np.ndarray = (strip < (dark + light) / 2).any(axis=0)

@@ -207,7 +207,7 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
     matrix = " ".join(_num(v) for v in frame_matrix(frame, page.rotation))
     across = (frame.rotate + page.rotation) % 180 == 0  # the text runs across as shown
     lines = line_spans((word.line, word.block, word.bbox) for word in words)
-    sizes = line_sizes(lines, height, _ASCENT + _DESCENT, width) if across else {}
+    sizes = line_sizes(lines, height, _ASCENT + _DESCENT) if across else {}
     ops = [f"q {matrix} cm BT 3 Tr"]
     space = encode(" ")
     for (text, (u0, v0, u1, v1), _, line), after in zip(words, [*words[1:], None], strict=True):

@@ -21,20 +21,11 @@ sizes have to be those of type set on these lines:
 - **No larger than ``NEIGHBOUR_ROOM`` times the distance to the nearest line above or
   below** it: lines set closer than their sizes (a photographed invoice's bent rows) were
   read as one, their words interleaved.
-- **No larger than a narrow gutter allows.** poppler pulls a word into a block when it
-  comes within 0.7 font sizes of the block's side (``pdftotext -colspacing``), so two
-  columns closer than 0.7 sizes were read across, line by line (a 10-pt gutter between
-  columns of 10-pt type on 12-pt leading: the size from the line spacing is 15 pt). Where
-  lines of two paragraphs stand side by side that close, every line of the page is set
-  at most ``GUTTER_ROOM`` of the size that gap allows, but never under ``MIN_LEADING``
-  times the body's line spacing (its lines would no longer hold together as a block): a
-  gutter too narrow for that is left as it was.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import median
@@ -48,13 +39,6 @@ BODY_SPREAD = 1.3
 #: A line's size at most this many distances to its nearest neighbour above or below
 #: (poppler joins lines whose baselines are under half a size apart).
 NEIGHBOUR_ROOM = 1.8
-#: pdftotext's ``-colspacing``: a word this many font sizes from a block's side joins it.
-COLUMN_SPACING = 0.7
-#: Lines beside a narrow gutter are set at this share of the largest size it keeps apart.
-GUTTER_ROOM = 0.9
-#: ... and at least this many times their line spacing (poppler keeps lines less than 1.5
-#: sizes apart in one block).
-MIN_LEADING = 0.9
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +73,9 @@ def line_spans(words: Iterable[tuple[int, int, BBox]]) -> dict[int, LineSpan]:
     return spans
 
 
-def line_sizes(
-    spans: dict[int, LineSpan], height: float, box: float, width: float | None = None
-) -> dict[int, float]:
-    """Each line's font size in points (module docstring); ``height`` (``width``): the
-    frame's height (width) in points, ``box``: the font's character height in sizes. Without
-    ``width``, gutters are not looked for."""
+def line_sizes(spans: dict[int, LineSpan], height: float, box: float) -> dict[int, float]:
+    """Each line's font size in points (module docstring); ``height``: the frame's height
+    in points, ``box``: the font's character height in sizes."""
     heights: dict[int, list[float]] = {}
     for span in spans.values():
         heights.setdefault(span.block, []).append(span.tall * height)
@@ -115,44 +96,7 @@ def line_sizes(
         sizes[line] = body if body / BODY_SPREAD <= size <= body * BODY_SPREAD else size
     for line, room in _room(spans, sizes, height).items():
         sizes[line] = min(sizes[line], NEIGHBOUR_ROOM * room)
-    if width is not None and steps:
-        floor = MIN_LEADING * median(s for v in steps.values() for s in v)
-        cap = _gutter_cap(spans, sizes, width, floor)
-        if cap is not None:
-            sizes = {line: min(size, cap) for line, size in sizes.items()}
     return sizes
-
-
-def _gutter_cap(
-    spans: dict[int, LineSpan], sizes: dict[int, float], width: float, floor: float
-) -> float | None:
-    """The size every line is held to so that the narrowest gutter between two paragraphs
-    side by side stays one (module docstring), or None: no such gutter narrower than the
-    sizes call for, or one too narrow to keep at ``floor`` or more (``width``: the frame's,
-    in points)."""
-    counts = Counter(span.block for span in spans.values())
-    lines = [n for n in spans if counts[spans[n].block] >= 2]
-    lines.sort(key=lambda n: spans[n].top)
-    cap = None
-    for i, a in enumerate(lines):
-        upper = spans[a]
-        for b in lines[i + 1 :]:
-            lower = spans[b]
-            if lower.top >= upper.bottom:
-                break
-            level = _overlap(upper, lower) >= min(upper.tall, lower.tall) / 2
-            if lower.block == upper.block or not level:
-                continue
-            gap = max(lower.x0 - upper.x1, upper.x0 - lower.x1) * width
-            allowed = GUTTER_ROOM * gap / COLUMN_SPACING
-            if gap > 0 and allowed < min(sizes[a], sizes[b]) and allowed >= floor:
-                cap = allowed if cap is None else min(cap, allowed)
-    return cap
-
-
-def _overlap(a: LineSpan, b: LineSpan) -> float:
-    """How far two lines overlap down the page (fractions of the frame)."""
-    return min(a.bottom, b.bottom) - max(a.top, b.top)
 
 
 def _block_steps(spans: dict[int, LineSpan], height: float) -> dict[int, list[float]]:
