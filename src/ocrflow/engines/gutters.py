@@ -23,8 +23,8 @@ A line is cut only where three things agree, in median line heights ``h``:
 
 The line is cut at its gap, which stays between the two pieces (the reading order looks
 for the gutter among the boxes), each piece a quad of its own (corners interpolated along
-its top and bottom edges), and both are read as lines. Pure functions
-over the quads and the page's pixels, no I/O.
+its top and bottom edges), and both are read as lines. Pure functions over the quads and
+the page's pixels, no I/O.
 """
 
 from __future__ import annotations
