@@ -35,6 +35,7 @@ import numpy as np
 
 from ocrflow.engines.geometry import Quads
 from ocrflow.engines.ink import inked_columns
+from ocrflow.engines.xycut import free_spans
 
 #: Thresholds in median line heights (module docstring).
 MIN_GUTTER = 0.5
@@ -85,9 +86,9 @@ def _gutter_cut(
     near[i] = False
     if near.sum() < 2 * MIN_SIDE:
         return None
-    for left, right in _free(x0[near], x1[near], x0[i] + END_ROOM * line, x1[i] - END_ROOM * line):
-        if right - left < MIN_GUTTER * line:
-            continue
+    inside = (x0[i] + END_ROOM * line, x1[i] - END_ROOM * line)
+    spans = zip(x0[near].tolist(), x1[near].tolist(), strict=True)
+    for left, right in free_spans(spans, *inside, MIN_GUTTER * line):
         sides = (int((x1[near] <= left).sum()), int((x0[near] >= right).sum()))
         if min(sides) < MIN_SIDE:
             continue
@@ -95,22 +96,6 @@ def _gutter_cut(
         if gap is not None:
             return gap
     return None
-
-
-def _free(
-    starts: np.ndarray, ends: np.ndarray, low: float, high: float
-) -> list[tuple[float, float]]:
-    """The x-intervals between ``low`` and ``high`` that no [start, end] covers."""
-    gaps, reach = [], low
-    for start, end in sorted(zip(starts.tolist(), ends.tolist(), strict=True)):
-        if start > reach:
-            gaps.append((reach, min(start, high)))
-        reach = max(reach, end)
-        if reach >= high:
-            break
-    if reach < high:
-        gaps.append((reach, high))
-    return [(a, b) for a, b in gaps if b > a]
 
 
 def _ink_gap(
@@ -123,10 +108,10 @@ def _ink_gap(
     """The widest inkless run of columns of the line's box that lies in [``left``,
     ``right``] (widened by half a line each way, the neighbours' boxes being padded), when
     it is at least ``MIN_GAP`` lines wide: (its first column, the one after its last)."""
-    inked = inked_columns(bgr, box)
-    if inked is None:
+    found = inked_columns(bgr, box)
+    if found is None:
         return None
-    start = max(round(box[0]), 0)
+    start, inked = found
     low = max(round(left - line / 2) - start, 0)
     high = min(round(right + line / 2) - start, len(inked))
     best, best_at, run = 0, 0, 0

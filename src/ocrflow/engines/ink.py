@@ -27,10 +27,12 @@ PAD = 0.1
 MIN_CONTRAST = 32
 
 
-def inked_columns(bgr: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray | None:
-    """For each pixel column of ``box`` (x0, y0, x1, y1, clipped to the image) from its first,
-    whether the middle of the box (``EDGE`` off its top and bottom) has ink there; None when
-    the box is empty or shows no contrast."""
+def inked_columns(
+    bgr: np.ndarray, box: tuple[float, float, float, float]
+) -> tuple[int, np.ndarray] | None:
+    """The first pixel column of ``box`` (x0, y0, x1, y1) in the image, and for each of its
+    columns from there whether the middle of the box (``EDGE`` off its top and bottom) has
+    ink; None when the box is empty in the image or shows no contrast."""
     x0, y0, x1, y1 = box
     tall = y1 - y0
     top, bottom = max(round(y0 + EDGE * tall), 0), min(round(y1 - EDGE * tall), bgr.shape[0])
@@ -47,7 +49,7 @@ def inked_columns(bgr: np.ndarray, box: tuple[float, float, float, float]) -> np
     if light - dark < MIN_CONTRAST:
         return None
     inked: np.ndarray = (strip < (dark + light) / 2).any(axis=0)
-    return inked
+    return start, inked
 
 
 def to_ink(box: TextBox, bgr: np.ndarray) -> TextBox:
@@ -56,11 +58,11 @@ def to_ink(box: TextBox, bgr: np.ndarray) -> TextBox:
     tall = box.y1 - box.y0
     if abs(math.tan(box.angle)) * (box.x1 - box.x0) > EDGE * tall:
         return box
-    inked = inked_columns(bgr, (box.x0, box.y0, box.x1, box.y1))
-    if inked is None or not inked.any():
+    found = inked_columns(bgr, (box.x0, box.y0, box.x1, box.y1))
+    if found is None or not found[1].any():
         return box
-    columns = np.flatnonzero(inked)
-    start, pad = max(round(box.x0), 0), PAD * box.text_height
+    start, inked = found
+    columns, pad = np.flatnonzero(inked), PAD * box.text_height
     x0 = max(box.x0, start + float(columns[0]) - pad)
     x1 = min(box.x1, start + float(columns[-1]) + 1 + pad)
     return dataclasses.replace(box, x0=x0, x1=x1) if x1 > x0 else box

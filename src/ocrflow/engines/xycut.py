@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import median
 from typing import Protocol, TypeVar
@@ -341,11 +341,19 @@ def _share_gutter(
 
 def _free(band: list[B], left: float, right: float, width: float) -> list[tuple[float, float]]:
     """Empty x-intervals of ``band`` between ``left`` and ``right``, at least ``width``."""
+    return free_spans(((box.x0, box.x1) for box in band), left, right, width)
+
+
+def free_spans(
+    spans: Iterable[tuple[float, float]], left: float, right: float, width: float
+) -> list[tuple[float, float]]:
+    """The x-intervals between ``left`` and ``right``, at least ``width`` wide, that no
+    (start, end) of ``spans`` covers, left to right."""
     gaps, reach = [], left
-    for box in sorted(band, key=lambda b: b.x0):
-        if box.x0 - reach >= width:
-            gaps.append((reach, box.x0))
-        reach = max(reach, box.x1)
+    for start, end in sorted(spans):
+        if min(start, right) - reach >= width:
+            gaps.append((reach, min(start, right)))
+        reach = max(reach, end)
     if right - reach >= width:
         gaps.append((reach, right))
     return gaps

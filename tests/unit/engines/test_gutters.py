@@ -24,21 +24,19 @@ def quad(x0: float, y0: float, x1: float, y1: float) -> list[list[float]]:
     return [[x0, y0], [x1, y0], [x1, y1], [x0, y1]]
 
 
-def page(rows: list[tuple[float, float]]) -> np.ndarray:
-    """A white page with a black bar (ink) over each (x0, x1) span on row i."""
-    image = np.full((STEP * len(rows) + 100, 2100, 3), 255, np.uint8)
-    for i, (x0, x1) in enumerate(rows):
-        top = 50 + STEP * i
+def inked(spans: list[tuple[float, float]], per_row: int) -> np.ndarray:
+    """A white page with a black bar (ink) over each (x0, x1) span, ``per_row`` spans a row."""
+    rows = (len(spans) + per_row - 1) // per_row
+    image = np.full((STEP * rows + 100, 2100, 3), 255, np.uint8)
+    for i, (x0, x1) in enumerate(spans):
+        top = 50 + STEP * (i // per_row)
         image[top + 8 : top + LINE - 8, int(x0) : int(x1)] = 0
     return image
 
 
 def two_columns(lines: int) -> list[tuple[float, float]]:
     """Each row: the left column's line, then the right column's, as ink spans."""
-    rows = []
-    for _ in range(lines):
-        rows += [(LEFT, GUTTER_AT), (GUTTER_AT + GUTTER, RIGHT_END)]
-    return rows
+    return [(LEFT, GUTTER_AT), (GUTTER_AT + GUTTER, RIGHT_END)] * lines
 
 
 def quads_of(spans: list[tuple[float, float]], per_row: int) -> np.ndarray:
@@ -50,17 +48,15 @@ def quads_of(spans: list[tuple[float, float]], per_row: int) -> np.ndarray:
     return np.array(boxes, np.float32)
 
 
+def across(row: int) -> np.ndarray:
+    """One box over a whole row, both columns: what the detector gives when it joins them."""
+    return np.array([quad(LEFT - 6, 50 + STEP * row, RIGHT_END + 6, 50 + STEP * row + LINE)])
+
+
 def test_a_line_joined_across_the_gutter_is_cut_at_its_gap() -> None:
     rows = two_columns(6)
-    image = page([(x0, x1) for x0, x1 in rows[::2]])
-    image[50 : 50 + STEP * 6, :] = 255
-    for i, (x0, x1) in enumerate(rows):  # both columns inked, row by row
-        top = 50 + STEP * (i // 2)
-        image[top + 8 : top + LINE - 8, int(x0) : int(x1)] = 0
-    quads = quads_of(rows, per_row=2)
-    # The detector gave the first row one box: both columns' first lines.
-    joined = np.concatenate([[quad(LEFT - 6, 50, RIGHT_END + 6, 50 + LINE)], quads[2:]])
-    cut = split_at_gutters(joined.astype(np.float32), image)
+    joined = np.concatenate([across(0), quads_of(rows, per_row=2)[2:]]).astype(np.float32)
+    cut = split_at_gutters(joined, inked(rows, per_row=2))
     assert len(cut) == len(joined) + 1
     left, right = cut[0], cut[1]
     # The gap stays between the pieces: the ink ends at GUTTER_AT and resumes after it.
@@ -73,50 +69,32 @@ def test_a_line_joined_across_the_gutter_is_cut_at_its_gap() -> None:
 
 def test_two_joined_lines_one_over_the_other_are_both_cut() -> None:
     rows = two_columns(6)
-    image = page([])
-    image = np.full((STEP * 6 + 100, 2100, 3), 255, np.uint8)
-    for i, (x0, x1) in enumerate(rows):
-        top = 50 + STEP * (i // 2)
-        image[top + 8 : top + LINE - 8, int(x0) : int(x1)] = 0
     quads = quads_of(rows, per_row=2)
-    across = [quad(LEFT - 6, 50 + STEP * r, RIGHT_END + 6, 50 + STEP * r + LINE) for r in (2, 3)]
-    joined = np.concatenate([quads[:4], np.array(across, np.float32), quads[8:]])
-    assert len(split_at_gutters(joined, image)) == len(joined) + 2
+    joined = np.concatenate([quads[:4], across(2), across(3), quads[8:]]).astype(np.float32)
+    assert len(split_at_gutters(joined, inked(rows, per_row=2))) == len(joined) + 2
 
 
 def test_a_line_inked_across_the_gutter_stays_whole() -> None:
     """A title over two columns: its neighbours leave a gutter, its ink does not."""
-    rows = two_columns(5)
-    image = np.full((STEP * 6 + 100, 2100, 3), 255, np.uint8)
-    image[50 + 8 : 50 + LINE - 8, LEFT:RIGHT_END] = 0  # the title, inked all along
-    for i, (x0, x1) in enumerate(rows):
-        top = 50 + STEP * (1 + i // 2)
-        image[top + 8 : top + LINE - 8, int(x0) : int(x1)] = 0
-    title = np.array([quad(LEFT - 6, 50, RIGHT_END + 6, 50 + LINE)], np.float32)
-    below = quads_of(rows, per_row=2)
-    below[:, :, 1] += STEP
-    quads = np.concatenate([title, below])
-    assert np.array_equal(split_at_gutters(quads, image), quads)
+    spans = [(LEFT, RIGHT_END), (0, 0), *two_columns(5)]  # the title, inked all along
+    quads = np.concatenate([across(0), quads_of(spans, per_row=2)[2:]]).astype(np.float32)
+    assert np.array_equal(split_at_gutters(quads, inked(spans, per_row=2)), quads)
 
 
 def test_a_paragraph_across_the_page_stays_whole() -> None:
     """Lines across the page with a wide space in the same place: no column beside them."""
-    image = np.full((STEP * 6 + 100, 2100, 3), 255, np.uint8)
-    spans = [(LEFT, GUTTER_AT), (GUTTER_AT + GUTTER, RIGHT_END)] * 6
-    for i, (x0, x1) in enumerate(spans):
-        top = 50 + STEP * (i // 2)
-        image[top + 8 : top + LINE - 8, int(x0) : int(x1)] = 0
-    quads = np.array(
-        [quad(LEFT - 6, 50 + STEP * r, RIGHT_END + 6, 50 + STEP * r + LINE) for r in range(6)],
-        np.float32,
-    )
-    assert np.array_equal(split_at_gutters(quads, image), quads)
+    quads = np.concatenate([across(row) for row in range(6)]).astype(np.float32)
+    assert np.array_equal(split_at_gutters(quads, inked(two_columns(6), per_row=2)), quads)
 
 
-def test_a_short_line_in_a_column_is_not_looked_at() -> None:
-    rows = two_columns(6)
-    image = np.full((STEP * 6 + 100, 2100, 3), 255, np.uint8)
-    quads = quads_of(rows, per_row=2)
+def test_an_ink_gap_that_the_lines_around_it_cross_is_no_gutter() -> None:
+    """A line with a wide space (a justified line, a form's label and value) between lines
+    that run across that place: nothing beside it makes a column."""
+    crossing = (300.0, 1600.0)
+    image = inked([crossing, crossing, (LEFT, RIGHT_END), crossing, crossing], per_row=1)
+    image[50 + 2 * STEP : 50 + 2 * STEP + LINE, GUTTER_AT : GUTTER_AT + GUTTER] = 255
+    around = quads_of([crossing] * 5, per_row=1)
+    quads = np.concatenate([around[:2], across(2), around[3:]]).astype(np.float32)
     assert np.array_equal(split_at_gutters(quads, image), quads)
 
 
