@@ -10,7 +10,8 @@ it, and no glyph program of ours can ever show through. Each word is stretched
 horizontally (``Tz``) to the width of its box, at one font size a block (from its line
 spacing) on one baseline a line, with a space across the gap to the next word, so a
 search highlight covers the printed word and text extractors find the page's words,
-lines and columns (``pdf_text_sizes.py``).
+lines and columns (``pdf_text_sizes.py``; blocks that extractors would run together are
+kept apart: ``pdf_text_gutters.py``).
 
 Geometry: boxes are fractions of the page as rendered (``/Rotate`` applied, origin top
 left), and the engine may have turned the page further (``Page.rotation``) to read it.
@@ -32,6 +33,7 @@ import pikepdf
 
 from ocrflow.document.model import Page
 from ocrflow.document.words import block_lines, line_words, plain_lines
+from ocrflow.sinks.pdf_text_gutters import kept_apart
 from ocrflow.sinks.pdf_text_sizes import line_sizes, line_spans
 from ocrflow.types import BBox, Line, Route, Word, unturn_box
 
@@ -207,10 +209,26 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
     matrix = " ".join(_num(v) for v in frame_matrix(frame, page.rotation))
     across = (frame.rotate + page.rotation) % 180 == 0  # the text runs across as shown
     lines = line_spans((word.line, word.block, word.bbox) for word in words)
-    sizes = line_sizes(lines, height, _ASCENT + _DESCENT) if across else {}
+    sizes: dict[int, float] = {}
+    narrowed: dict[int, tuple[float, float]] = {}
+    if across:
+        sizes = line_sizes(lines, height, _ASCENT + _DESCENT)
+        sizes, narrowed = kept_apart(lines, sizes, width, height)
+
+    def span(word: PlacedWord) -> tuple[float, float]:
+        # Where the word is drawn across: squeezed along its line where that is narrowed.
+        u0, u1 = word.bbox[0], word.bbox[2]
+        if word.line not in narrowed:
+            return u0, u1
+        was, (x0, x1) = lines[word.line], narrowed[word.line]
+        scale = (x1 - x0) / (was.x1 - was.x0)
+        return x0 + (u0 - was.x0) * scale, x0 + (u1 - was.x0) * scale
+
     ops = [f"q {matrix} cm BT 3 Tr"]
     space = encode(" ")
-    for (text, (u0, v0, u1, v1), _, line), after in zip(words, [*words[1:], None], strict=True):
+    for word, after in zip(words, [*words[1:], None], strict=True):
+        text, (_, v0, _, v1), line = word.text, word.bbox, word.line
+        u0, u1 = span(word)
         encoded = encode(text.translate(_CONTROL))
         size = sizes.get(line, (v1 - v0) * height)
         if not encoded or size <= 0.05 or u1 <= u0:
@@ -227,7 +245,7 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
             # A space drawn across the gap to the next word of the line: extractors
             # otherwise guess word breaks from gaps measured in font sizes, and ran words
             # together ("thefirst") where the type is set tight.
-            gap = max(after.bbox[0] - u1, 0.0) * width
+            gap = max(span(after)[0] - u1, 0.0) * width
             ops.append(f"{_num(max(100 * gap / (_ADVANCE * size), 1.0))} Tz <{space}> Tj")
     if len(ops) == 1:
         return b""

@@ -98,6 +98,49 @@ def test_an_ink_gap_that_the_lines_around_it_cross_is_no_gutter() -> None:
     assert np.array_equal(split_at_gutters(quads, image), quads)
 
 
+def test_three_joined_lines_at_the_top_of_the_columns_are_all_cut() -> None:
+    """The top line's neighbours are the two joined lines under it, which hide the gutter
+    from it until they are cut (the next pass sees their pieces)."""
+    rows = two_columns(9)
+    joined = np.concatenate([across(0), across(1), across(2), quads_of(rows, 2)[6:]])
+    cut = split_at_gutters(joined.astype(np.float32), inked(rows, per_row=2))
+    assert len(cut) == len(joined) + 3
+
+
+def overrun_row(left_end: float, right_start: float) -> np.ndarray:
+    """Six rows of two columns whose first row's boxes end and start where asked (the left
+    box running on into the right column, or the right one starting in the left's ink)."""
+    quads = quads_of(two_columns(6), per_row=2)
+    quads[0] = quad(LEFT - 6, 50, left_end, 50 + LINE)
+    quads[1] = quad(right_start, 50, RIGHT_END + 6, 50 + LINE)
+    return quads
+
+
+def test_a_line_running_into_the_next_columns_first_letter_is_cut_back_to_the_gutter() -> None:
+    quads = overrun_row(GUTTER_AT + GUTTER + 15, GUTTER_AT + GUTTER - 6)
+    cut = split_at_gutters(quads, inked(two_columns(6), per_row=2))
+    assert len(cut) == len(quads)
+    # It ends in the first half of the gutter, which stays free; the right one stays.
+    assert GUTTER_AT <= cut[0][:, 0].max() <= GUTTER_AT + GUTTER / 2
+    assert np.array_equal(cut[1:], quads[1:])
+
+
+def test_a_line_starting_in_the_last_letter_of_the_one_before_is_cut_back_to_the_gutter() -> None:
+    quads = overrun_row(GUTTER_AT + 6, GUTTER_AT - 15)
+    cut = split_at_gutters(quads, inked(two_columns(6), per_row=2))
+    assert np.array_equal(cut[0], quads[0])
+    assert GUTTER_AT + GUTTER / 2 <= cut[1][:, 0].min() <= GUTTER_AT + GUTTER
+    assert cut[1][:, 0].max() == pytest.approx(RIGHT_END + 6)
+
+
+def test_lines_overlapping_on_a_row_without_a_gutter_between_them_stay() -> None:
+    """Two boxes of one line of type, overlapping at a word space: no gutter to cut back to."""
+    spans = [(LEFT, GUTTER_AT), (GUTTER_AT + 10, RIGHT_END)] * 6  # a 10-px space, no gutter
+    quads = quads_of(spans, per_row=2)
+    quads[0] = quad(LEFT - 6, 50, GUTTER_AT + 30, 50 + LINE)
+    assert np.array_equal(split_at_gutters(quads, inked(spans, per_row=2)), quads)
+
+
 def justified_columns(gutter_px: int, seed: int = 3) -> tuple[Image.Image, str]:
     """A 300-dpi page of two columns of 10-pt sans, ``gutter_px`` apart, every line run up
     to the gutter as justified type is; and its text, the left column then the right."""
