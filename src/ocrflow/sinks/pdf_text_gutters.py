@@ -31,8 +31,9 @@ for 10-pt print on 12-pt leading), which went wrong twice:
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
+
+import numpy as np
 
 from ocrflow.sinks.pdf_text_sizes import LineSpan
 
@@ -46,32 +47,77 @@ SAME_SIZE, LINE_GAP = 0.05, 1.5
 SHRINK, LEAST_SIZE = 0.9, 0.5
 #: The largest part of a line's width that narrowing may take.
 MOST_NARROWED = 0.25
+#: Pages of more blocks than this are drawn as they are: the blocks are compared pairwise
+#: (0.3 s for 1,000 blocks, 5 ms for 100).
+MOST_BLOCKS = 1000
 
 
 @dataclass(frozen=True, slots=True)
-class _Extent:
-    x0: float
-    x1: float
-    first: float  # the middle of the top line
-    last: float  # the middle of the bottom line
-    size: float  # the largest font size, points
+class _Extents:
+    """Boxes of blocks (or stacks of them), one array item each: their sides across, the
+    middles of their top and bottom lines (fractions of the frame), their largest size
+    (points)."""
 
-    def joined(self, other: _Extent) -> _Extent:
-        return _Extent(
-            min(self.x0, other.x0),
-            max(self.x1, other.x1),
-            min(self.first, other.first),
-            max(self.last, other.last),
-            max(self.size, other.size),
+    x0: np.ndarray
+    x1: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    size: np.ndarray
+
+    @classmethod
+    def of(
+        cls, groups: list[list[int]], spans: dict[int, LineSpan], sizes: dict[int, float]
+    ) -> _Extents:
+        rows = [
+            (
+                min(spans[line].x0 for line in lines),
+                max(spans[line].x1 for line in lines),
+                min(spans[line].middle for line in lines),
+                max(spans[line].middle for line in lines),
+                max(sizes.get(line, 0.0) for line in lines),
+            )
+            for lines in groups
+        ]
+        x0, x1, first, last, size = np.array(rows, dtype=np.float64).reshape(-1, 5).T
+        return cls(x0, x1, first, last, size)
+
+    def item(self, i: int) -> tuple[float, float, float, float, float]:
+        return (
+            float(self.x0[i]),
+            float(self.x1[i]),
+            float(self.first[i]),
+            float(self.last[i]),
+            float(self.size[i]),
         )
 
-    def across(self, other: _Extent) -> bool:
-        """Whether the two overlap across the page."""
-        return self.x0 < other.x1 and other.x0 < self.x1
+    def beside_pairs(self, slack: np.ndarray) -> np.ndarray:
+        """[i, j]: whether i and j overlap down the page, give or take ``slack[i, j]``."""
+        return (self.first[:, None] - slack <= self.last[None, :]) & (
+            self.first[None, :] - slack <= self.last[:, None]
+        )
 
-    def beside(self, other: _Extent, slack: float) -> bool:
-        """Whether the two overlap down the page, give or take ``slack``."""
-        return self.first - slack <= other.last and other.first - slack <= self.last
+    def over(self, box: tuple[float, float, float, float, float], slack: float) -> np.ndarray:
+        """Whether each item overlaps ``box`` across, and down the page give or take
+        ``slack``."""
+        x0, x1, first, last, _ = box
+        return (
+            (self.x0 < x1)
+            & (x0 < self.x1)
+            & (self.first - slack <= last)
+            & (first - slack <= self.last)
+        )
+
+
+def _joined(
+    one: tuple[float, float, float, float, float], other: tuple[float, float, float, float, float]
+) -> tuple[float, float, float, float, float]:
+    return (
+        min(one[0], other[0]),
+        max(one[1], other[1]),
+        min(one[2], other[2]),
+        max(one[3], other[3]),
+        max(one[4], other[4]),
+    )
 
 
 def kept_apart(
@@ -81,127 +127,119 @@ def kept_apart(
     ``line: (x0, x1)`` (module docstring). ``spans``: the lines (fractions of the reading
     frame), ``sizes``: theirs as ``pdf_text_sizes.line_sizes`` gives them, ``width`` and
     ``height``: the frame's, in points."""
-    blocks: dict[int, list[int]] = {}
+    members: dict[int, list[int]] = {}
     for line, span in spans.items():
         if span.block >= 0:
-            blocks.setdefault(span.block, []).append(line)
+            members.setdefault(span.block, []).append(line)
+    blocks = list(members.values())
+    if not blocks or len(blocks) > MOST_BLOCKS:
+        return sizes, {}
     sizes = _unjoined(blocks, spans, sizes, height)
-    extents = {block: _extent(lines, spans, sizes) for block, lines in blocks.items()}
-    stacks = _Stacks(extents, height)
+    stacks = _Stacks(_Extents.of(blocks, spans, sizes), height)
     for a, b in stacks.joinable():
         stacks.join(a, b)
-    members: dict[int, list[int]] = {}
-    for block, lines in blocks.items():
-        members.setdefault(stacks.root(block), []).extend(lines)
-    return sizes, _narrowed(members, spans, sizes, width, height)
+    gathered: dict[int, list[int]] = {}
+    for block, label in enumerate(stacks.label.tolist()):
+        gathered.setdefault(label, []).extend(blocks[block])
+    return sizes, _narrowed(list(gathered.values()), spans, sizes, width, height)
 
 
 def _unjoined(
-    blocks: dict[int, list[int]], spans: dict[int, LineSpan], sizes: dict[int, float], height: float
+    blocks: list[list[int]], spans: dict[int, LineSpan], sizes: dict[int, float], height: float
 ) -> dict[int, float]:
     """``sizes`` with each block that poppler would join to the one over it, and so take in
     a third block beside them, set ``SHRINK`` times that one's size."""
-    extents = {block: _extent(lines, spans, sizes) for block, lines in blocks.items()}
+    extents = _Extents.of(blocks, spans, sizes)
     stacks = _Stacks(extents, height)
-    size = {block: extent.size for block, extent in extents.items()}
+    size = extents.size.copy()
     for a, b in stacks.joinable():
-        if stacks.root(a) == stacks.root(b):
+        if stacks.label[a] == stacks.label[b]:
             continue
         if stacks.takes_in(a, b):
             size[b] = min(size[b], SHRINK * size[a])
         else:
             stacks.join(a, b)
     scaled = dict(sizes)
-    for block, lines in blocks.items():
-        scale = size[block] / extents[block].size if extents[block].size > 0 else 1.0
-        if scale < 1.0:
+    for block, lines in enumerate(blocks):
+        if extents.size[block] > 0 and size[block] < extents.size[block]:
+            scale = float(size[block] / extents.size[block])
             for line in lines:
                 scaled[line] = max(sizes[line] * scale, LEAST_SIZE * sizes[line])
     return scaled
 
 
 class _Stacks:
-    """Blocks gathered as poppler gathers them into its blocks (union-find over the blocks'
-    extents, each stack's extent kept at its root)."""
+    """Blocks gathered as poppler gathers them into its blocks: each block's stack label,
+    and each stack's box."""
 
-    def __init__(self, extents: dict[int, _Extent], height: float) -> None:
+    def __init__(self, extents: _Extents, height: float) -> None:
         self.blocks = extents
         self.height = height
-        self.parent = {block: block for block in extents}
-        self.extent = dict(extents)
-
-    def root(self, block: int) -> int:
-        while self.parent[block] != block:
-            self.parent[block] = self.parent[self.parent[block]]
-            block = self.parent[block]
-        return block
+        self.label = np.arange(len(extents.x0))
+        self.box = {i: extents.item(i) for i in range(len(extents.x0))}
 
     def join(self, a: int, b: int) -> None:
-        ra, rb = self.root(a), self.root(b)
-        if ra != rb:
-            self.parent[ra] = rb
-            self.extent[rb] = self.extent[rb].joined(self.extent[ra])
+        one, other = int(self.label[a]), int(self.label[b])
+        if one != other:
+            self.label[self.label == one] = other
+            self.box[other] = _joined(self.box[other], self.box.pop(one))
 
     def joinable(self) -> list[tuple[int, int]]:
         """The pairs (upper, lower) of blocks that poppler joins: one size, overlapping
         across, their lines less than ``LINE_GAP`` sizes apart; from the top down."""
-        pairs = []
-        for a, b in itertools.permutations(self.blocks, 2):
-            one, other = self.blocks[a], self.blocks[b]
-            size = max(one.size, other.size)
-            if (
-                (one.first, a) < (other.first, b)
-                and abs(one.size - other.size) < SAME_SIZE * size
-                and one.across(other)
-                and one.beside(other, LINE_GAP * size / self.height)
-            ):
-                pairs.append((a, b))
-        return sorted(pairs, key=lambda pair: (self.blocks[pair[1]].first, pair))
+        e = self.blocks
+        order = np.lexsort((np.arange(len(e.first)), e.first))
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        size = np.maximum(e.size[:, None], e.size[None, :])
+        pairs = (
+            (rank[:, None] < rank[None, :])
+            & (np.abs(e.size[:, None] - e.size[None, :]) < SAME_SIZE * size)
+            & (e.x0[:, None] < e.x1[None, :])
+            & (e.x0[None, :] < e.x1[:, None])
+            & e.beside_pairs(LINE_GAP * size / self.height)
+        )
+        upper, lower = np.nonzero(pairs)
+        ranked = np.lexsort((rank[upper], rank[lower]))
+        return list(zip(upper[ranked].tolist(), lower[ranked].tolist(), strict=True))
 
     def takes_in(self, a: int, b: int) -> bool:
         """Whether the stacks of ``a`` and ``b`` joined would lie over a block that neither
         lies over alone, across and down the page (give or take half a size)."""
-        ra, rb = self.root(a), self.root(b)
-        upper, lower = self.extent[ra], self.extent[rb]
-        joined = upper.joined(lower)
-        slack = joined.size / 2 / self.height
-        for block, extent in self.blocks.items():
-            if self.root(block) in (ra, rb):
-                continue
-            if _over(joined, extent, slack) and not (
-                _over(upper, extent, slack) or _over(lower, extent, slack)
-            ):
-                return True
-        return False
-
-
-def _over(stack: _Extent, block: _Extent, slack: float) -> bool:
-    return stack.across(block) and stack.beside(block, slack)
+        one, other = int(self.label[a]), int(self.label[b])
+        upper, lower = self.box[one], self.box[other]
+        joined = _joined(upper, lower)
+        slack = joined[4] / 2 / self.height
+        outside = (self.label != one) & (self.label != other)
+        taken = self.blocks.over(joined, slack)
+        alone = self.blocks.over(upper, slack) | self.blocks.over(lower, slack)
+        return bool((outside & taken & ~alone).any())
 
 
 def _narrowed(
-    members: dict[int, list[int]],
+    stacks: list[list[int]],
     spans: dict[int, LineSpan],
     sizes: dict[int, float],
     width: float,
     height: float,
 ) -> dict[int, tuple[float, float]]:
     """The lines of stacks side by side closer than ``GUTTER_ROOM`` sizes, narrowed."""
-    extents = {stack: _extent(lines, spans, sizes) for stack, lines in members.items()}
+    e = _Extents.of(stacks, spans, sizes)
+    size = np.maximum(e.size[:, None], e.size[None, :])
+    room = GUTTER_ROOM * size
+    close = (
+        (e.x1[:, None] <= e.x0[None, :])
+        & ((e.x0[None, :] - e.x1[:, None]) * width < room)
+        & e.beside_pairs(size / 2 / height)
+    )
     right: dict[int, float] = {}  # the least x1 a line may keep
     left: dict[int, float] = {}  # the least x0
-    for a, b in itertools.permutations(extents, 2):
-        one, other = extents[a], extents[b]
-        size = max(one.size, other.size)
-        if one.x1 > other.x0 or not one.beside(other, size / 2 / height):
-            continue
-        missing = GUTTER_ROOM * size - (other.x0 - one.x1) * width
-        if missing <= 0:
-            continue
-        middle, half = (one.x1 + other.x0) / 2, GUTTER_ROOM * size / 2 / width
-        for line in members[a]:
+    for a, b in zip(*np.nonzero(close), strict=True):
+        middle = float(e.x1[a] + e.x0[b]) / 2
+        half = float(room[a, b]) / 2 / width
+        for line in stacks[a]:
             right[line] = min(right.get(line, 1.0), middle - half)
-        for line in members[b]:
+        for line in stacks[b]:
             left[line] = max(left.get(line, 0.0), middle + half)
     narrowed = {}
     for line in right.keys() | left.keys():
@@ -210,13 +248,3 @@ def _narrowed(
         if (x0, x1) != (span.x0, span.x1) and x1 - x0 >= (1 - MOST_NARROWED) * (span.x1 - span.x0):
             narrowed[line] = (x0, x1)
     return narrowed
-
-
-def _extent(lines: list[int], spans: dict[int, LineSpan], sizes: dict[int, float]) -> _Extent:
-    return _Extent(
-        min(spans[line].x0 for line in lines),
-        max(spans[line].x1 for line in lines),
-        min(spans[line].middle for line in lines),
-        max(spans[line].middle for line in lines),
-        max(sizes.get(line, 0.0) for line in lines),
-    )
