@@ -30,9 +30,10 @@ its top and bottom edges), and both are read as lines.
 
 The detector also runs a line's box on into the next column's first letter now and then
 (or starts the next column's line in this one's last): two boxes on one row that overlap
-across. Nothing between them is free, so the reading order read that row across (a 12-pt
-gutter: CER 0.020, and ``pdftotext`` of the searchable PDF 0.71). Such a pair is cut
-back to the widest gap in their ink between them when it is a gutter's (``MIN_GAP`` h or
+across, or that its padding leaves less than ``MIN_GUTTER`` h apart. Nothing between them
+is free, so the reading order read that row across (a 12-pt gutter: CER 0.020, and
+``pdftotext`` of the searchable PDF 0.71; an 8-pt one: 0.369). Such a pair is cut back
+to the widest gap in their ink between them when it is a gutter's (``MIN_GAP`` h or
 more), and most of the gap stays free.
 
 Pure functions over the quads and the page's pixels, no I/O.
@@ -110,15 +111,15 @@ def _bounds(quads: Quads) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
 def _cut_overruns(quads: Quads, line: float, bgr: np.ndarray) -> Quads:
     """``quads`` with each pair of lines side by side on one row whose boxes overlap (the
     first running on into the second's first letter, or the second starting in the first's
-    last) cut back to the widest gap in their ink between them, when it is a gutter's
-    (``MIN_GAP`` lines or more): each keeps a quarter of the gap at most, the rest of it
-    stays free."""
+    last) or leave less than ``MIN_GUTTER`` between them cut back to the widest gap in
+    their ink between them, when it is a gutter's (``MIN_GAP`` lines or more): each keeps a
+    quarter of the gap at most, the rest of it stays free."""
     x0, y0, x1, y1 = _bounds(quads)
     middles = (y0 + y1) / 2
     pairs = (
         (np.abs(middles[:, None] - middles[None, :]) <= ROW * line)
         & (x0[:, None] < x0[None, :])
-        & (x0[None, :] < x1[:, None])
+        & (x0[None, :] < x1[:, None] + MIN_GUTTER * line)
         & (x1[:, None] < x1[None, :])
         & (x1[:, None] - x0[None, :] <= MAX_OVERRUN * line)
     )

@@ -133,6 +133,16 @@ def test_a_line_starting_in_the_last_letter_of_the_one_before_is_cut_back_to_the
     assert cut[1][:, 0].max() == pytest.approx(RIGHT_END + 6)
 
 
+def test_lines_on_a_row_whose_boxes_all_but_touch_across_a_gutter_are_cut_back() -> None:
+    """Boxes padded into the gutter from both sides, 5 px apart: less than the reading order
+    takes for a gutter (a quarter of a line), so it read that row across."""
+    quads = overrun_row(GUTTER_AT + 20, GUTTER_AT + 25)
+    cut = split_at_gutters(quads, inked(two_columns(6), per_row=2))
+    free = cut[1][:, 0].min() - cut[0][:, 0].max()
+    assert free >= LINE / 4
+    assert cut[0][:, 0].max() >= GUTTER_AT and cut[1][:, 0].min() <= GUTTER_AT + GUTTER
+
+
 def test_lines_overlapping_on_a_row_without_a_gutter_between_them_stay() -> None:
     """Two boxes of one line of type, overlapping at a word space: no gutter to cut back to."""
     spans = [(LEFT, GUTTER_AT), (GUTTER_AT + 10, RIGHT_END)] * 6  # a 10-px space, no gutter
