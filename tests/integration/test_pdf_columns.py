@@ -1,7 +1,7 @@
-"""Two columns a narrow gutter apart, end to end: ``ocrflow run --format pdf,markdown`` with
-the embedded engine, then poppler's ``pdftotext`` of the searchable PDF. Both must read the
-left column, then the right (the issue asks the text layer's CER to be within 1.02 times
-the Markdown's)."""
+"""Two columns a narrow gutter apart, and a page scanned sideways, end to end: ``ocrflow run
+--format pdf,markdown`` with the embedded engine, then poppler's ``pdftotext`` of the
+searchable PDF. Both must read the left column, then the right (the issue asks the text
+layer's CER to be within 1.02 times the Markdown's)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,16 @@ from two_columns import DPI, FONT_FILE, two_column_page
 from ocrflow.evaluation.metrics import score_text
 from tests.integration.cli_helpers import ocrflow
 
-#: (gutter in points, seed): LaTeX's default gutter, and a 12-pt page whose first line's
-#: box the detector ran into the next column's first letter.
-PAGES = ((10.0, 1), (12.0, 4))
+#: (gutter in points, seed, turn in degrees): LaTeX's default gutter; a 12-pt page whose
+#: first line's box the detector ran into the next column's first letter; a page scanned
+#: sideways, which the engine turns to read and whose layer was drawn word by word at each
+#: word's height (pdftotext CER 0.77 against the Markdown's 0.000).
+PAGES = ((10.0, 1, 0), (12.0, 4, 0), (24.0, 2, 90))
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("pdftotext") is None, reason="[needs poppler] pdftotext")
-def test_narrow_gutters_are_read_column_by_column_in_the_markdown_and_the_text_layer(
+def test_narrow_gutters_and_a_sideways_page_read_column_by_column_in_markdown_and_layer(
     tmp_path: Path,
 ) -> None:
     """The detector's boxes run a quarter of a line past the ink: drawn as they were, a
@@ -38,9 +40,9 @@ def test_narrow_gutters_are_read_column_by_column_in_the_markdown_and_the_text_l
     inputs, out = tmp_path / "in", tmp_path / "out"
     inputs.mkdir()
     truths = {}
-    for gutter, seed in PAGES:
+    for gutter, seed, turn in PAGES:
         page, truths[f"columns{gutter:g}.pdf"] = two_column_page(gutter, seed)
-        page.save(inputs / f"columns{gutter:g}.pdf", "PDF", resolution=DPI)
+        page.rotate(turn, expand=True).save(inputs / f"columns{gutter:g}.pdf", resolution=DPI)
     done = ocrflow("run", str(inputs), "-o", str(out), "--format", "pdf,markdown", "-q")
     assert done.returncode == 0, done.stderr
     for name, truth in truths.items():
