@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ocrflow.sinks.base import OriginalFile
-from ocrflow.sinks.pdf_text_sizes import LEADING, NEIGHBOUR_ROOM, LineSpan, line_sizes
+from ocrflow.sinks.pdf_text_sizes import BODY_SPREAD, LEADING, NEIGHBOUR_ROOM, LineSpan, line_sizes
 from ocrflow.sinks.searchable_pdf import searchable_pdf
 from ocrflow.types import Block, BlockLabel, Line, PageResult, Route, Word
 
@@ -38,6 +38,18 @@ def test_a_paragraph_is_sized_from_its_line_spacing_whatever_its_boxes(tall: flo
     assert len(set(sizes.values())) == 1  # one size a block
     assert sizes[100] == pytest.approx(min(LEADING * 0.0125, tall / BOX) * HEIGHT)
     assert sizes[100] == pytest.approx(LEADING * 0.0125 * HEIGHT, rel=0.05)
+
+
+def test_a_heading_boxed_a_little_taller_than_the_body_is_set_at_the_body_size() -> None:
+    """A heading of its own size is a block of its own, and poppler took the blocks of two
+    columns, level and aligned, for a table (read across); one far larger keeps its size."""
+    body = paragraph(1, 0.1, 0.0125, 0.0125, 8)
+    near = {900: LineSpan(9, 0.1, 0.3, 0.3, 0.3 + 1.4 * 0.0125)}
+    far = {900: LineSpan(9, 0.1, 0.3, 0.5, 0.3 + 3 * 0.0125)}
+    sizes = line_sizes(body | near, HEIGHT, BOX)
+    assert sizes[900] == sizes[100]
+    sizes = line_sizes(body | far, HEIGHT, BOX)
+    assert sizes[900] > BODY_SPREAD * sizes[100]
 
 
 def test_lines_set_closer_than_their_height_are_kept_apart() -> None:
