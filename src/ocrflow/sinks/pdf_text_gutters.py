@@ -134,10 +134,11 @@ def kept_apart(
     blocks = list(members.values())
     if not blocks or len(blocks) > MOST_BLOCKS:
         return sizes, {}
-    sizes = _unjoined(blocks, spans, sizes, height)
-    stacks = _Stacks(_Extents.of(blocks, spans, sizes), height)
-    for a, b in stacks.joinable():
-        stacks.join(a, b)
+    sizes, stacks = _unjoined(blocks, spans, sizes, height)
+    if stacks is None:  # sizes changed: poppler's blocks are gathered anew at the new ones
+        stacks = _Stacks(_Extents.of(blocks, spans, sizes), height)
+        for a, b in stacks.joinable():
+            stacks.join(a, b)
     gathered: dict[int, list[int]] = {}
     for block, label in enumerate(stacks.label.tolist()):
         gathered.setdefault(label, []).extend(blocks[block])
@@ -146,9 +147,10 @@ def kept_apart(
 
 def _unjoined(
     blocks: list[list[int]], spans: dict[int, LineSpan], sizes: dict[int, float], height: float
-) -> dict[int, float]:
+) -> tuple[dict[int, float], _Stacks | None]:
     """``sizes`` with each block that poppler would join to the one over it, and so take in
-    a third block beside them, set ``SHRINK`` times that one's size."""
+    a third block beside them, set ``SHRINK`` times that one's size; and the blocks gathered
+    as poppler gathers them, when no size changed (None otherwise)."""
     extents = _Extents.of(blocks, spans, sizes)
     stacks = _Stacks(extents, height)
     size = extents.size.copy()
@@ -159,13 +161,15 @@ def _unjoined(
             size[b] = min(size[b], SHRINK * size[a])
         else:
             stacks.join(a, b)
+    shrunk = [b for b in range(len(blocks)) if size[b] < extents.size[b]]
+    if not shrunk:
+        return sizes, stacks
     scaled = dict(sizes)
-    for block, lines in enumerate(blocks):
-        if extents.size[block] > 0 and size[block] < extents.size[block]:
-            scale = float(size[block] / extents.size[block])
-            for line in lines:
-                scaled[line] = max(sizes[line] * scale, LEAST_SIZE * sizes[line])
-    return scaled
+    for block in shrunk:
+        scale = float(size[block] / extents.size[block])
+        for line in blocks[block]:
+            scaled[line] = max(sizes[line] * scale, LEAST_SIZE * sizes[line])
+    return scaled, None
 
 
 class _Stacks:

@@ -206,6 +206,8 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
     if not words:
         return b""
     width, height = reading_size(frame, page.rotation)
+    if width <= 0 or height <= 0:  # a hostile file's page of no area: nowhere to draw
+        return b""
     matrix = " ".join(_num(v) for v in frame_matrix(frame, page.rotation))
     lines = line_spans((word.line, word.block, word.bbox) for word in words)
     # Sized in the reading frame, where the words stand upright, however the page is shown:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from ocrflow.document.model import Page
 from ocrflow.sinks.base import OriginalFile
+from ocrflow.sinks.pdf_text_layer import PageFrame, text_layer
 from ocrflow.sinks.pdf_text_sizes import BODY_SPREAD, LEADING, NEIGHBOUR_ROOM, LineSpan, line_sizes
 from ocrflow.sinks.searchable_pdf import searchable_pdf
 from ocrflow.types import Block, BlockLabel, Line, PageResult, Route, Word
@@ -87,6 +89,17 @@ def test_any_boxes_get_finite_sizes() -> None:
         sizes = line_sizes(spans, HEIGHT, BOX)
         assert set(sizes) == set(spans)
         assert all(math.isfinite(size) and size >= 0 for size in sizes.values())
+
+
+@pytest.mark.parametrize("box", [(0, 0, 612, 0), (0, 0, 0, 792), (0, 0, 612, 792)])
+def test_a_page_of_no_area_gets_no_layer_and_no_error(box: tuple[float, ...]) -> None:
+    """A hostile file's MediaBox of no height or width: nothing to size a line against."""
+    lines = tuple(
+        Line(f"line {i}", (0.1, 0.1 + i * 0.02, 0.5, 0.115 + i * 0.02), 0.9) for i in range(3)
+    )
+    page = Page(1, "x", Route.ENGINE, blocks=(Block(BlockLabel.TEXT, "x", None, 0.9, lines),))
+    layer = text_layer(page, PageFrame(box), "F", lambda text: text.encode("utf-16-be").hex())
+    assert (layer != b"") == (box[2] > 0 and box[3] > 0)
 
 
 def tight_column(x0: float, name: str, first: int) -> list[Block]:
