@@ -5,7 +5,8 @@ shares nothing with ours:
 - the text of each OCR'd page (one that had no text of its own) holds >= 95 % of the
   words of our Markdown for that page;
 - ``pdftotext -bbox`` puts every word it finds on an OCR'd page inside a line (or block)
-  box we recorded for that page;
+  box we recorded for that page (a table's cell inside its row: the layer draws each
+  row as one line);
 - the image streams of a PDF input come back byte for byte, and its own content streams
   stay (pages not OCR'd keep their contents unchanged);
 - a rerun rewrites nothing.
@@ -26,6 +27,7 @@ from ocrflow import results
 from ocrflow.document.model import Document, Page
 from ocrflow.document.words import block_lines, plain_lines
 from ocrflow.sinks.pdf_text_layer import gets_text_layer
+from ocrflow.types import BlockLabel
 from tests.integration.cli_helpers import ocrflow
 from tests.needs import CORPUS, need
 
@@ -102,6 +104,27 @@ def recorded_boxes(page: Page) -> list[tuple[float, float, float, float]]:
     return boxes
 
 
+def table_rows(page: Page) -> list[tuple[float, float, float, float]]:
+    """The boxes of the rows of the page's tables: each cell's joined with those level
+    with it."""
+    rows = []
+    for block in page.blocks:
+        if block.label is not BlockLabel.TABLE:
+            continue
+        cells = [line.bbox for line in block_lines(block) if line.bbox is not None]
+        for a in cells:
+            level = [b for b in cells if min(a[3], b[3]) - max(a[1], b[1]) > 0.5 * (a[3] - a[1])]
+            rows.append(
+                (
+                    min(b[0] for b in level),
+                    min(b[1] for b in level),
+                    max(b[2] for b in level),
+                    max(b[3] for b in level),
+                )
+            )
+    return rows
+
+
 def inside(box: tuple[float, ...], outer: tuple[float, ...]) -> bool:
     return (
         box[0] >= outer[0] - SLACK
@@ -164,7 +187,7 @@ def check_document(document: Document, source: Path, pdf: Path) -> dict[str, int
         found = sum(min(n, theirs[w]) for w, n in ours.items())
         assert found >= 0.95 * sum(ours.values()), (source.name, page.number, ours - theirs)
         recorded = recorded_boxes(page)
-        recorded += touching_pairs(recorded)
+        recorded += touching_pairs(recorded) + table_rows(page)
         for text, box in boxes[page.number - 1]:
             assert any(inside(box, outer) for outer in recorded), (source.name, text, box)
             counts["boxes"] += 1

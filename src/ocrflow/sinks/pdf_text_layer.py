@@ -3,15 +3,13 @@
 Each OCR'd page gets one content stream of its own, appended after the page's content
 (which is wrapped in ``q``/``Q`` so a graphics state it leaves behind cannot move our
 text). Words are drawn in text render mode 3 (neither filled nor stroked: invisible but
-selectable and searchable, as Tesseract and OCRmyPDF draw them) in a glyph-less font: a
-Type0 font whose CIDs are UTF-16 code units, every one mapped to one empty 0.5 em glyph,
-and a ``ToUnicode`` map that reads each CID back as itself. Any script can be written with
-it, and no glyph program of ours can ever show through. Each word is stretched
-horizontally (``Tz``) to the width of its box, at one font size a block (from its line
-spacing) on one baseline a line, with a space across the gap to the next word, so a
-search highlight covers the printed word and text extractors find the page's words,
-lines and columns (``pdf_text_sizes.py``; blocks that extractors would run together are
-kept apart: ``pdf_text_gutters.py``).
+selectable and searchable, as Tesseract and OCRmyPDF draw them) in a glyph-less font
+(``pdf_glyphless_font.py``). Each word is stretched horizontally (``Tz``) to the width of
+its box, at one font size a block (from its line spacing) on one baseline a line, with a
+space across the gap to the next word, so a search highlight covers the printed word and
+text extractors find the page's words, lines and columns as the Markdown has them
+(``pdf_text_sizes.py``; blocks that extractors would run together are kept apart:
+``pdf_text_gutters.py``; a table's rows and a block in a gutter: ``pdf_text_order.py``).
 
 Geometry: boxes are fractions of the page as rendered (``/Rotate`` applied, origin top
 left), and the engine may have turned the page further (``Page.rotation``) to read it.
@@ -22,10 +20,9 @@ pages get rotated text that still reads in the right direction.
 
 from __future__ import annotations
 
-import base64
-import functools
+import dataclasses
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -33,49 +30,18 @@ import pikepdf
 
 from ocrflow.document.model import Page
 from ocrflow.document.words import block_lines, line_words, plain_lines
+from ocrflow.sinks.pdf_glyphless_font import ADVANCE, ASCENT, DESCENT, GlyphlessFont
 from ocrflow.sinks.pdf_text_gutters import kept_apart
+from ocrflow.sinks.pdf_text_order import out_of_gutters, table_rows
 from ocrflow.sinks.pdf_text_sizes import line_sizes, line_spans
-from ocrflow.types import BBox, Line, Route, Word, unturn_box
+from ocrflow.types import BBox, BlockLabel, Line, Route, Word, unturn_box
 
-#: A TrueType program (made once with fontTools' FontBuilder, stored zlib-compressed):
-#: ``.notdef`` and glyph 1, a plain box 500 units wide from descent -200 to ascent 800.
-#: Embedding it keeps viewers from substituting (and complaining about) a missing font.
-#: Glyph 1 has an outline, though render mode 3 never paints it: PDFium drops the
-#: characters of an empty glyph from its text when the text runs vertically on the page.
-_GLYPHLESS_TTF = (
-    "eNqVkLtKA0EUhv/ZSeIFowRUklQriIhIAiIhhWChJE1AiFpZ6Cau2WKTXXLBpBFLS8EHsLH0EUQsLPIWWgjmAVawENY/s4"
-    "mXYOMZzsz5zpw5889AAJjEOST0nd302vbT1iUglpk9KlcNF1PIkZnDasXunMiaeCc/kpOWaRynrYclxrf0jMVEeF6kGL/Q"
-    "F61qsy08RhAXnCK2UzYQVXzX56rRdhFChDxO1mtG1UxcJ9bJz+S66zSa7pksAdoeeQV9rfSrm/2Dw5mNN0jZ63d7Td2ffq"
-    "9+VnhSJ0poCIxnpO5nGQRqPNXppwmV0agm2NEwalJ4/IUwK/5pm7RBC6WB2rojJfpQ2dfdkj7LWag1hLjKK1W+r3z4gmjw"
-    "vsGreW4uthATXlf2PuJBRQiZQbUYVqtuYyTeEJpgJhncxljDNFJ5u+NaBbPRyDm1ZtGstGyjjjxsdODCQgEmGhw5OKihiS"
-    "K5ghb3DdT//L3fxn2hyZLTBj4BCmtShw=="
-)
-#: The glyph advance, and the font's ascent and descent as its descriptor states them
-#: (em): what extractors take for a character's box. Less than 1 em high, so that a font
-#: size as large as the line spacing asks for (``pdf_text_sizes.py``) still boxes each word
-#: inside its line.
-_ADVANCE = 0.5
-_ASCENT = 0.5
-_DESCENT = 0.15
-_CMAP_HEAD = """/CIDInit /ProcSet findresource begin
-12 dict begin
-begincmap
-/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def
-/CMapName /Adobe-Identity-UCS def
-/CMapType 2 def
-1 begincodespacerange
-<0000> <FFFF>
-endcodespacerange"""
-_CMAP_TAIL = """endcmap
-CMapName currentdict /CMap defineresource pop
-end
-end"""
-#: The first of the codes given to characters beyond the BMP (high surrogates).
-_SURROGATES = 0xD800
 #: Lines that have text but no box are stacked from the top of the page at this height
 #: (a fraction of the page) or less: searchable, though highlights land at the wrong place.
 _LOOSE_LINE = 0.03
 _CONTROL = {c: None for c in range(32)} | {0x7F: None}
+#: The least and the widest gap drawn between two words of a line, in font sizes.
+_WORD_GAP, _WIDEST_GAP = 0.1, 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,31 +180,53 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
     # a page read turned (a sideways scan, a /Rotate that does not match its scan) drawn
     # word by word at each word's own height came apart in pdftotext (CER 0.77 against the
     # Markdown on a sideways page; 0.000 sized by lines).
-    sizes = line_sizes(lines, height, _ASCENT + _DESCENT)
+    sizes = line_sizes(lines, height, ASCENT + DESCENT)
     sizes, narrowed = kept_apart(lines, sizes, width, height)
+    drawn = lines | {
+        line: dataclasses.replace(lines[line], x0=x0, x1=x1) for line, (x0, x1) in narrowed.items()
+    }
+    tables = {i for i, block in enumerate(page.blocks) if block.label is BlockLabel.TABLE}
+    middles, rows = table_rows(drawn, tables, sizes, width)
+    across = out_of_gutters(drawn, sizes, (width, height), ASCENT + DESCENT) | narrowed | rows
 
     def span(word: PlacedWord) -> tuple[float, float]:
-        # Where the word is drawn across: squeezed along its line where that is narrowed.
+        # Where the word is drawn across: spread along its line where that is drawn
+        # narrower or wider than its box.
         u0, u1 = word.bbox[0], word.bbox[2]
-        if word.line not in narrowed:
+        if word.line not in across:
             return u0, u1
-        was, (x0, x1) = lines[word.line], narrowed[word.line]
+        was, (x0, x1) = lines[word.line], across[word.line]
+        if was.x1 <= was.x0:  # a line boxed with no width: drawn across its new span
+            return x0, x1
         scale = (x1 - x0) / (was.x1 - was.x0)
         return x0 + (u0 - was.x0) * scale, x0 + (u1 - was.x0) * scale
 
+    def size_of(word: PlacedWord) -> float:
+        return sizes.get(word.line, (word.bbox[3] - word.bbox[1]) * height)
+
+    pairs = list(zip(words, [*words[1:], None], strict=True))
+    tabular = _tabular(
+        (w.block, w.line, (span(a)[0] - span(w)[1]) * width / size_of(w))
+        for w, a in pairs
+        if a is not None and a.line == w.line and size_of(w) > 0
+    )
     ops = [f"q {matrix} cm BT 3 Tr"]
     space = encode(" ")
-    for word, after in zip(words, [*words[1:], None], strict=True):
-        text, (_, v0, _, v1), line = word.text, word.bbox, word.line
+    for word, after in pairs:
+        text, line = word.text, word.line
         u0, u1 = span(word)
         encoded = encode(text.translate(_CONTROL))
-        size = sizes.get(line, (v1 - v0) * height)
+        size = size_of(word)
+        if after is not None and after.line == line:
+            u1 = _up_to(u0, u1, span(after)[0], size / width, word.block in tabular)
         if not encoded or size <= 0.05 or u1 <= u0:
             continue
         glyphs = len(encoded) // 4
-        scale = 100 * (u1 - u0) * width / (glyphs * _ADVANCE * size)
+        scale = 100 * (u1 - u0) * width / (glyphs * ADVANCE * size)
         # The font's box centred on the line's.
-        baseline = (1 - lines[line].middle) * height - (_ASCENT - _DESCENT) / 2 * size
+        baseline = (1 - middles.get(line, lines[line].middle)) * height - (
+            ASCENT - DESCENT
+        ) / 2 * size
         ops.append(
             f"/{font} {_num(size)} Tf {_num(scale)} Tz "
             f"1 0 0 1 {_num(u0 * width)} {_num(baseline)} Tm <{encoded}> Tj"
@@ -248,116 +236,43 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
             # otherwise guess word breaks from gaps measured in font sizes, and ran words
             # together ("thefirst") where the type is set tight.
             gap = max(span(after)[0] - u1, 0.0) * width
-            ops.append(f"{_num(max(100 * gap / (_ADVANCE * size), 1.0))} Tz <{space}> Tj")
+            ops.append(f"{_num(max(100 * gap / (ADVANCE * size), 1.0))} Tz <{space}> Tj")
     if len(ops) == 1:
         return b""
     ops.append("ET Q")
     return "\n".join(ops).encode("ascii")
 
 
+def _tabular(gaps: Iterable[tuple[int, int, float]]) -> set[int]:
+    """The blocks of two lines or more with a gap over ``_WIDEST_GAP`` sizes between words,
+    from (block, line, gap in sizes) of each two words of a line."""
+    wide: dict[int, set[int]] = {}
+    for block, line, gap in gaps:
+        if gap > _WIDEST_GAP:
+            wide.setdefault(block, set()).add(line)
+    return {block for block, lines in wide.items() if len(lines) >= 2}
+
+
+def _up_to(u0: float, u1: float, following: float, size: float, tabular: bool) -> float:
+    """Where a word from ``u0`` to ``u1`` ends, drawn before a word of its line starting at
+    ``following`` (``size``: the font size, all in fractions of the frame's width), in a
+    ``tabular`` block or not."""
+    gap = (following - u1) / size
+    if gap < _WORD_GAP:
+        # A word boxed into the next (a comma touching it) ends short of it: poppler reads
+        # no space between words drawn less than 0.03 sizes apart (",Mason").
+        return max(following - _WORD_GAP * size, (u0 + u1) / 2)
+    if tabular and gap > _WIDEST_GAP:
+        # Lines with wide gaps (a table's rows as Tesseract reads them, a form's labels and
+        # values) are drawn whole: poppler cuts lines at gaps over 0.7 sizes into blocks and
+        # reads those down the page, column by column (a results table: CER 0.071 against
+        # the Markdown's 0.041). The word's highlight runs on into the gap.
+        return following - _WIDEST_GAP * size
+    return u1
+
+
 def _num(value: float) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".") or "0"
-
-
-@functools.cache
-def _gid_map() -> bytes:
-    """The CIDToGIDMap, compressed: every code shows glyph 1 (made once a process:
-    compressing its 128 KiB costs a millisecond)."""
-    return zlib.compress(b"\x00\x01" * 65536, 9)
-
-
-class GlyphlessFont:
-    """The glyph-less Type0 font of one PDF file (every page shares it) and the codes it
-    gave out.
-
-    A character of the Basic Multilingual Plane is its own code; a character beyond it
-    (emoji, mathematical letters, CJK extension B) gets one of the 2,048 codes of the
-    surrogate range, which never stand for text on their own, so it stays one glyph and
-    reads back whole. ``finish`` writes the ``ToUnicode`` map once every page is drawn.
-    """
-
-    def __init__(self, pdf: pikepdf.Pdf) -> None:
-        self.pdf = pdf
-        self._beyond: dict[str, int] = {}
-        self._to_unicode = pikepdf.Stream(pdf, b"")
-        self.font = _font_object(pdf, pdf.make_indirect(self._to_unicode))
-
-    def encode(self, text: str) -> str:
-        """``text`` as hex codes, four digits a character."""
-        codes = []
-        for char in text:
-            point = ord(char)
-            if point > 0xFFFF:
-                point = self._beyond.setdefault(char, _SURROGATES + len(self._beyond))
-                if point >= _SURROGATES + 2048:  # out of codes: "unknown" it is
-                    self._beyond.pop(char)
-                    point = 0xFFFD
-            elif _SURROGATES <= point < _SURROGATES + 2048:
-                point = 0xFFFD  # a lone surrogate is no character
-            codes.append(f"{point:04X}")
-        return "".join(codes)
-
-    def finish(self) -> None:
-        """Write the ``ToUnicode`` map: each BMP code reads as itself, each code given to
-        a character beyond the BMP as that character."""
-        low, high = _SURROGATES >> 8, (_SURROGATES + 2048) >> 8
-        ranges = [f"<{b:02X}00> <{b:02X}FF> <{b:02X}00>" for b in range(256) if not low <= b < high]
-        chars = [
-            f"<{code:04X}> <{char.encode('utf-16-be').hex().upper()}>"
-            for char, code in self._beyond.items()
-        ]
-        body = [_CMAP_HEAD]
-        # At most 100 entries a section (PDF 32000-1, 9.10.3).
-        for start in range(0, len(ranges), 100):
-            part = ranges[start : start + 100]
-            body.append(f"{len(part)} beginbfrange\n" + "\n".join(part) + "\nendbfrange")
-        for start in range(0, len(chars), 100):
-            part = chars[start : start + 100]
-            body.append(f"{len(part)} beginbfchar\n" + "\n".join(part) + "\nendbfchar")
-        body.append(_CMAP_TAIL)
-        data = zlib.compress("\n".join(body).encode("ascii"), 9)
-        self._to_unicode.write(data, filter=pikepdf.Name.FlateDecode)
-
-
-def _font_object(pdf: pikepdf.Pdf, to_unicode: pikepdf.Object) -> pikepdf.Object:
-    packed = base64.b64decode(_GLYPHLESS_TTF)
-    font_file = pikepdf.Stream(pdf, packed)  # zlib data: a FlateDecode stream as it is
-    font_file.Filter = pikepdf.Name.FlateDecode
-    font_file.Length1 = len(zlib.decompress(packed))
-    descriptor = pikepdf.Dictionary(
-        Type=pikepdf.Name.FontDescriptor,
-        FontName=pikepdf.Name.GlyphLessFont,
-        Flags=5,
-        FontBBox=pikepdf.Array([0, round(-_DESCENT * 1000), 500, round(_ASCENT * 1000)]),
-        ItalicAngle=0,
-        Ascent=round(_ASCENT * 1000),
-        Descent=round(-_DESCENT * 1000),
-        CapHeight=round(_ASCENT * 1000),
-        StemV=80,
-        FontFile2=font_file,
-    )
-    gid_map = pikepdf.Stream(pdf, _gid_map())
-    gid_map.Filter = pikepdf.Name.FlateDecode
-    cid_font = pikepdf.Dictionary(
-        Type=pikepdf.Name.Font,
-        Subtype=pikepdf.Name.CIDFontType2,
-        BaseFont=pikepdf.Name.GlyphLessFont,
-        CIDSystemInfo=pikepdf.Dictionary(
-            Registry=pikepdf.String("Adobe"), Ordering=pikepdf.String("Identity"), Supplement=0
-        ),
-        FontDescriptor=pdf.make_indirect(descriptor),
-        DW=int(_ADVANCE * 1000),
-        CIDToGIDMap=pdf.make_indirect(gid_map),
-    )
-    font = pikepdf.Dictionary(
-        Type=pikepdf.Name.Font,
-        Subtype=pikepdf.Name.Type0,
-        BaseFont=pikepdf.Name.GlyphLessFont,
-        Encoding=pikepdf.Name("/Identity-H"),
-        DescendantFonts=pikepdf.Array([pdf.make_indirect(cid_font)]),
-        ToUnicode=to_unicode,
-    )
-    return pdf.make_indirect(font)
 
 
 def add_text_layer(pdf_page: pikepdf.Page, page: Page, font: GlyphlessFont) -> bool:

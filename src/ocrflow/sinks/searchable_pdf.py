@@ -54,9 +54,10 @@ from PIL import Image
 from ocrflow.document.model import Page, page_from_result
 from ocrflow.sinks.base import FinishedDocument, OriginalFile
 from ocrflow.sinks.pdf_deskew import straighten
+from ocrflow.sinks.pdf_glyphless_font import GlyphlessFont
 from ocrflow.sinks.pdf_hidden_text import strip_invisible_text
 from ocrflow.sinks.pdf_images import image_pages
-from ocrflow.sinks.pdf_text_layer import GlyphlessFont, add_text_layer, gets_text_layer
+from ocrflow.sinks.pdf_text_layer import add_text_layer, gets_text_layer
 from ocrflow.sinks.pdfa import make_pdfa, pdfa_versions
 from ocrflow.storage.local import Store
 from ocrflow.storage.names import safe_relpath

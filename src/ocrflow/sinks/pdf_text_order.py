@@ -1,0 +1,128 @@
+"""Blocks in a gutter drawn out of it, so that poppler reads the columns in order.
+
+poppler's ``pdftotext`` orders its blocks by Breuel's rules: a block goes before another
+that it overlaps across and starts above, and before one to its right otherwise. It
+judges overlapping across on boxes widened towards the blocks under them, as far as the
+nearest block beside them. A page number centred under a gutter widens both columns
+into it, so they overlap, and the blocks of the page are then read by their tops alone:
+the right column starts at the top of the page, the left one goes on under a heading (a
+block of its own), and the right column was read before all but the left one's first
+block (a two-column page with a centred folio: CER 0.60 against the Markdown's 0.34).
+
+So a block that lies in a gutter (a page number, a centred footer narrower than the
+gutter), under two blocks beside each other, is drawn reaching ``REACH`` sizes past the
+gutter's right side: poppler then widens the left column by it no more, and the columns'
+widened boxes stay apart. Its words are spread along it: a search highlight of the folio
+runs into the gutter. It is left as it is where other text on its row stands that near.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ocrflow.sinks.pdf_text_sizes import LineSpan
+
+#: How far past the gutter's right side a block in it is drawn, in its sizes.
+REACH = 0.1
+#: The gap left between the cells of a table row, in sizes (poppler's lines of one block
+#: take in words up to 0.7 sizes from their side).
+CELL_GAP = 0.3
+
+
+def out_of_gutters(
+    spans: dict[int, LineSpan], sizes: dict[int, float], frame: tuple[float, float], box: float
+) -> dict[int, tuple[float, float]]:
+    """The lines of blocks in a gutter, as ``line: (x0, x1)`` to draw them at (fractions of
+    the frame; module docstring). ``spans``: the lines as drawn across, ``sizes``: theirs
+    in points (``pdf_text_sizes.py``), ``frame``: its width and height in points, ``box``:
+    the font's character height in sizes.
+
+    The gutters are looked for between our blocks (a paragraph, a heading), never wider
+    than poppler's, so a gutter that poppler sees is found whatever poppler gathers."""
+    members: dict[int, list[int]] = {}
+    for line, span in spans.items():
+        if span.block >= 0:
+            members.setdefault(span.block, []).append(line)
+    blocks = list(members.values())
+    if len(blocks) < 3:
+        return {}
+    width, height = frame
+    rows = [
+        (
+            min(spans[line].x0 for line in lines),
+            max(spans[line].x1 for line in lines),
+            min(spans[line].middle * height - box / 2 * sizes[line] for line in lines),
+            max(spans[line].middle * height + box / 2 * sizes[line] for line in lines),
+        )
+        for lines in blocks
+    ]
+    x0, x1, top, bottom = np.array(rows, dtype=np.float64).T
+    beside = (top[:, None] < bottom[None, :]) & (top[None, :] < bottom[:, None])
+    # Each block's nearest neighbour on its right, where it has one: what bounds poppler's
+    # widening of it.
+    gap = np.where(beside & (x1[:, None] <= x0[None, :]), x0[None, :] - x1[:, None], np.inf)
+    has_right = np.isfinite(gap.min(axis=1))
+    right = gap.argmin(axis=1)
+    drawn: dict[int, tuple[float, float]] = {}
+    for p, lines in enumerate(blocks):
+        under = (
+            has_right
+            & (bottom <= top[p])
+            & (bottom[right] <= top[p])
+            & (x1 <= x0[p])
+            & (x1[p] <= x0[right])
+        )
+        if not under.any():
+            continue
+        size = max(sizes[line] for line in lines)
+        reach = float(x0[right][under].max()) + REACH * size / width
+        row = beside[p] & (x1 > x0[p]) & (x0 < reach + size / width)
+        row[p] = False
+        if not row.any():
+            drawn |= {line: (spans[line].x0, max(spans[line].x1, reach)) for line in lines}
+    return drawn
+
+
+def table_rows(
+    spans: dict[int, LineSpan], tables: set[int], sizes: dict[int, float], width: float
+) -> tuple[dict[int, float], dict[int, tuple[float, float]]]:
+    """Each table row drawn as one line: its cells on the row's middle, as ``line: middle``,
+    and each cell but the last reaching to ``CELL_GAP`` sizes short of the next, as
+    ``line: (x0, x1)`` (fractions of the frame). ``spans``: the lines as drawn across, a
+    table's cells in rows from the top, each row from the left; ``tables``: the blocks
+    that are tables.
+
+    poppler gathers a table's cells column by column otherwise (each column's cells are
+    lines of one size, one over the other) and reads the table down its columns, where
+    the Markdown reads it row by row (a results table: CER 0.099 against 0.045)."""
+    middles: dict[int, float] = {}
+    across: dict[int, tuple[float, float]] = {}
+    for row in _rows(spans, tables):
+        middle = float(np.median([spans[cell].middle for cell in row]))
+        middles |= dict.fromkeys(row, middle)
+        for cell, after in itertools.pairwise(row):
+            span, reach = spans[cell], spans[after].x0 - CELL_GAP * sizes[cell] / width
+            across[cell] = (span.x0, max(span.x1, reach))
+    return middles, across
+
+
+def _rows(spans: dict[int, LineSpan], tables: set[int]) -> list[list[int]]:
+    """The tables' rows of cells: a cell left of the one before it, or under it, starts
+    a row."""
+    rows: list[list[int]] = []
+    for line, span in spans.items():
+        if span.block not in tables:
+            continue
+        last = spans[rows[-1][-1]] if rows else None
+        if (
+            last is None
+            or last.block != span.block
+            or span.x0 <= last.x0
+            or span.top >= max(spans[cell].bottom for cell in rows[-1])
+        ):
+            rows.append([line])
+        else:
+            rows[-1].append(line)
+    return rows

@@ -1,0 +1,173 @@
+"""The searchable PDF's text layer read by poppler's ``pdftotext`` in the Markdown's order
+(``pdf_text_order.py`` and the word gaps of ``pdf_text_layer.py``): two columns over a
+page number centred under their gutter, a table's rows, lines with wide gaps between
+their words, and words whose boxes touch."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import ocrflow.sinks.pdf_text_layer as layer
+from ocrflow.document.model import Page
+from ocrflow.sinks.pdf_text_order import CELL_GAP, REACH, out_of_gutters, table_rows
+from ocrflow.sinks.pdf_text_sizes import LineSpan
+from ocrflow.types import Block, BlockLabel, Line, Route, Word
+
+from .test_pdf_text_sizes import _block, pdftotext_words
+
+needs_poppler = pytest.mark.skipif(
+    shutil.which("pdftotext") is None, reason="[needs poppler] pdftotext"
+)
+WIDTH, HEIGHT = 612.0, 792.0
+SIZE = 12.0
+
+
+def two_columns_over_a_folio(folio_x: float) -> dict[int, LineSpan]:
+    """A left and a right column (blocks 1 and 2) and, under them, a page number (block 3)
+    at ``folio_x`` (a fraction of the width)."""
+    spans = {100 + i: LineSpan(1, 0.08, 0.1 + i * 0.02, 0.45, 0.115 + i * 0.02) for i in range(10)}
+    spans |= {200 + i: LineSpan(2, 0.52, 0.1 + i * 0.02, 0.9, 0.115 + i * 0.02) for i in range(10)}
+    spans[300] = LineSpan(3, folio_x, 0.9, folio_x + 0.02, 0.915)
+    return spans
+
+
+def test_a_page_number_in_the_gutter_is_drawn_past_the_right_column_s_side() -> None:
+    spans = two_columns_over_a_folio(0.475)
+    drawn = out_of_gutters(spans, dict.fromkeys(spans, SIZE), (WIDTH, HEIGHT), 0.65)
+    assert set(drawn) == {300}
+    x0, x1 = drawn[300]
+    assert x0 == spans[300].x0
+    assert x1 == pytest.approx(0.52 + REACH * SIZE / WIDTH)
+
+
+@pytest.mark.parametrize("folio_x", [0.3, 0.6])  # under a column, not in the gutter
+def test_a_page_number_under_a_column_stays(folio_x: float) -> None:
+    spans = two_columns_over_a_folio(folio_x)
+    assert out_of_gutters(spans, dict.fromkeys(spans, SIZE), (WIDTH, HEIGHT), 0.65) == {}
+
+
+def test_a_page_number_with_text_beside_it_stays() -> None:
+    # A footer's other words on the folio's row, where it would reach: drawn wider, the
+    # folio would run into them.
+    spans = two_columns_over_a_folio(0.475)
+    spans[400] = LineSpan(4, 0.53, 0.9, 0.7, 0.915)
+    assert 300 not in out_of_gutters(spans, dict.fromkeys(spans, SIZE), (WIDTH, HEIGHT), 0.65)
+
+
+def columns_with_a_heading_over_a_folio(folio_x: float) -> list[Block]:
+    """A left column of a paragraph, a heading and another paragraph; a right column of one
+    paragraph starting a little higher than the left one (a scan's skew); a page number
+    under the gutter. Tesseract's word boxes (``_block``)."""
+
+    def rows(name: str, count: int) -> list[list[tuple[str, float]]]:
+        return [[(f"{name}{i}w{j}", 0.0105) for j in range(4)] for i in range(count)]
+
+    return [
+        _block(rows("La", 4), 0.08, 0.100),
+        _block([[("Lhead", 0.0105)]], 0.08, 0.170),
+        _block(rows("Lb", 5), 0.08, 0.200),
+        _block(rows("R", 12), 0.52, 0.099),
+        _block([[("7", 0.0105)]], folio_x, 0.40),
+    ]
+
+
+@needs_poppler
+def test_pdftotext_reads_columns_over_a_page_number_in_the_gutter_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocks = columns_with_a_heading_over_a_folio(0.36)
+    written, read = pdftotext_words(blocks, tmp_path)
+    assert read == written
+    # What it is for: drawn where printed, the folio widens both columns into the gutter,
+    # and poppler reads the right column (a point higher) before the left one's second half.
+    monkeypatch.setattr(layer, "out_of_gutters", lambda *args: {})
+    _, unfixed = pdftotext_words(blocks, tmp_path)
+    assert unfixed.index("R0w0") < unfixed.index("Lb0w0")
+
+
+def table(rows: int, jitter: float) -> Block:
+    """A table block of ``rows`` rows of three cells, the cells of a row up to ``jitter``
+    apart down the page (a detector's boxes), each cell one line of one word."""
+    lines = []
+    for r in range(rows):
+        for c, x in enumerate((0.1, 0.4, 0.7)):
+            top = 0.2 + r * 0.025 + (jitter if c == 1 else 0.0)
+            text = f"r{r}c{c}"
+            box = (x, top, x + 0.05, top + 0.012)
+            lines.append(Line(text, box, 0.9, (Word(text, box, 0.9),)))
+    text = "\n".join(" | ".join(f"r{r}c{c}" for c in range(3)) for r in range(rows))
+    return Block(BlockLabel.TABLE, text, None, 0.9, tuple(lines))
+
+
+def test_a_table_s_cells_are_drawn_row_by_row() -> None:
+    cells = {
+        i: LineSpan(7, line.bbox[0], line.bbox[1], line.bbox[2], line.bbox[3])  # type: ignore[index]
+        for i, line in enumerate(table(3, 0.004).lines)
+    }
+    middles, across = table_rows(cells, {7}, dict.fromkeys(cells, SIZE), WIDTH)
+    for row in range(3):
+        assert len({middles[3 * row + c] for c in range(3)}) == 1  # one baseline a row
+        assert 3 * row + 2 not in across  # the last cell keeps its box
+        for c in range(2):
+            x0, x1 = across[3 * row + c]
+            assert x0 == cells[3 * row + c].x0
+            assert x1 == pytest.approx(cells[3 * row + c + 1].x0 - CELL_GAP * SIZE / WIDTH)
+    assert table_rows(cells, set(), dict.fromkeys(cells, SIZE), WIDTH) == ({}, {})
+
+
+@needs_poppler
+def test_pdftotext_reads_a_table_row_by_row(tmp_path: Path) -> None:
+    block = table(4, 0.004)
+    _, read = pdftotext_words([block], tmp_path)
+    assert read == [f"r{r}c{c}" for r in range(4) for c in range(3)]
+
+
+@needs_poppler
+def test_pdftotext_reads_lines_with_wide_gaps_whole(tmp_path: Path) -> None:
+    # Tesseract reads a table's rows as lines: each row one line of words far apart.
+    lines = []
+    for r in range(4):
+        top = 0.2 + r * 0.025
+        words = tuple(
+            Word(f"r{r}c{c}", (x, top, x + 0.05, top + 0.012), 0.9)
+            for c, x in enumerate((0.1, 0.4, 0.7))
+        )
+        lines.append(
+            Line(" ".join(w.text for w in words), (0.1, top, 0.75, top + 0.012), 0.9, words)
+        )
+    block = Block(BlockLabel.TEXT, "\n".join(line.text for line in lines), None, 0.9, tuple(lines))
+    written, read = pdftotext_words([block], tmp_path)
+    assert read == written
+
+
+@needs_poppler
+def test_pdftotext_reads_words_whose_boxes_touch_apart(tmp_path: Path) -> None:
+    # A comma boxed into the next word (Tesseract on a noisy scan): ",Mason" before.
+    words = (
+        Word("Bebenita", (0.10, 0.2, 0.20, 0.212), 0.9),
+        Word(",", (0.199, 0.2, 0.206, 0.212), 0.9),
+        Word("Mason", (0.205, 0.2, 0.27, 0.212), 0.9),
+    )
+    line = Line("Bebenita , Mason", (0.1, 0.2, 0.27, 0.212), 0.9, words)
+    written, read = pdftotext_words(
+        [Block(BlockLabel.TEXT, line.text, None, 0.9, (line,))], tmp_path
+    )
+    assert read == written
+
+
+def test_cells_boxed_with_no_width_get_a_layer() -> None:
+    # A VLM's table cells may come as points: no division by their width.
+    lines = [
+        Line(f"c{c}", (x, 0.2, x, 0.212), 0.9, (Word(f"c{c}", (x, 0.2, x, 0.212), 0.9),))
+        for c, x in enumerate((0.1, 0.4, 0.7))
+    ]
+    block = Block(BlockLabel.TABLE, "c0 | c1 | c2", None, 0.9, tuple(lines))
+    page = Page(1, block.text, Route.ENGINE, blocks=(block,))
+    frame = layer.PageFrame((0, 0, WIDTH, HEIGHT))
+    drawn = layer.text_layer(page, frame, "F", lambda text: text.encode("utf-16-be").hex())
+    # The first two reach to the next cell; the last, of no width, is not drawn (as any
+    # word of no width).
+    assert drawn.count(b"> Tj") == 2 and b"<00630030> Tj" in drawn
