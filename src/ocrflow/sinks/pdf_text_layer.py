@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -201,24 +201,15 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
         scale = (x1 - x0) / (was.x1 - was.x0)
         return x0 + (u0 - was.x0) * scale, x0 + (u1 - was.x0) * scale
 
-    def size_of(word: PlacedWord) -> float:
-        return sizes.get(word.line, (word.bbox[3] - word.bbox[1]) * height)
-
-    pairs = list(zip(words, [*words[1:], None], strict=True))
-    tabular = _tabular(
-        (w.block, w.line, (span(a)[0] - span(w)[1]) * width / size_of(w))
-        for w, a in pairs
-        if a is not None and a.line == w.line and size_of(w) > 0
-    )
     ops = [f"q {matrix} cm BT 3 Tr"]
     space = encode(" ")
-    for word, after in pairs:
+    for word, after in zip(words, [*words[1:], None], strict=True):
         text, line = word.text, word.line
         u0, u1 = span(word)
         encoded = encode(text.translate(_CONTROL))
-        size = size_of(word)
+        size = sizes.get(line, (word.bbox[3] - word.bbox[1]) * height)
         if after is not None and after.line == line:
-            u1 = _up_to(u0, u1, span(after)[0], size / width, word.block in tabular)
+            u1 = _up_to(u0, u1, span(after)[0], size / width)
         if not encoded or size <= 0.05 or u1 <= u0:
             continue
         glyphs = len(encoded) // 4
@@ -243,30 +234,20 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
     return "\n".join(ops).encode("ascii")
 
 
-def _tabular(gaps: Iterable[tuple[int, int, float]]) -> set[int]:
-    """The blocks of two lines or more with a gap over ``_WIDEST_GAP`` sizes between words,
-    from (block, line, gap in sizes) of each two words of a line."""
-    wide: dict[int, set[int]] = {}
-    for block, line, gap in gaps:
-        if gap > _WIDEST_GAP:
-            wide.setdefault(block, set()).add(line)
-    return {block for block, lines in wide.items() if len(lines) >= 2}
-
-
-def _up_to(u0: float, u1: float, following: float, size: float, tabular: bool) -> float:
+def _up_to(u0: float, u1: float, following: float, size: float) -> float:
     """Where a word from ``u0`` to ``u1`` ends, drawn before a word of its line starting at
-    ``following`` (``size``: the font size, all in fractions of the frame's width), in a
-    ``tabular`` block or not."""
+    ``following`` (``size``: the font size, all in fractions of the frame's width)."""
     gap = (following - u1) / size
     if gap < _WORD_GAP:
         # A word boxed into the next (a comma touching it) ends short of it: poppler reads
         # no space between words drawn less than 0.03 sizes apart (",Mason").
         return max(following - _WORD_GAP * size, (u0 + u1) / 2)
-    if tabular and gap > _WIDEST_GAP:
-        # Lines with wide gaps (a table's rows as Tesseract reads them, a form's labels and
-        # values) are drawn whole: poppler cuts lines at gaps over 0.7 sizes into blocks and
-        # reads those down the page, column by column (a results table: CER 0.071 against
-        # the Markdown's 0.041). The word's highlight runs on into the gap.
+    if gap > _WIDEST_GAP:
+        # A line with a wide gap (a table's row as Tesseract reads it, a label and its
+        # value) is drawn whole, its highlight running on into the gap: poppler cuts a line
+        # at gaps over 0.7 sizes into blocks and reads them down the page, column by
+        # column (a results table: CER 0.071 against the Markdown's 0.041), or a label
+        # after the column beside it (a certificate's table: 0.041 against 0.033).
         return following - _WIDEST_GAP * size
     return u1
 

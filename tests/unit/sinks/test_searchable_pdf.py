@@ -331,12 +331,11 @@ def test_word_boxes_from_the_engine_are_used(tmp_path: Path) -> None:
     out.write_bytes(searchable_pdf(OriginalFile(str(source), "pdf"), (page,)))
     found = found_words(out)[0]
     assert [w for w, _ in found] == ["wide", "gap"]
-    for (_, box), word in zip(found, words, strict=True):
-        assert (
-            word.bbox
-            and within(box, word.bbox)
-            and box[2] - box[0] > 0.8 * (word.bbox[2] - word.bbox[0])
-        )
+    # A word before a gap wider than half a size runs on into it (a text extractor reads
+    # the line whole), short of the next word; every word starts where it is printed.
+    (_, first), (_, second) = found
+    assert within(first, (0.1, 0.1, 0.7, 0.14)) and first[2] > 0.6
+    assert within(second, (0.7, 0.1, 0.8, 0.14)) and second[2] - second[0] > 0.08
 
 
 def test_text_without_boxes_is_still_searchable(tmp_path: Path) -> None:
