@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-fast lint bench bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality bench-sinks bench-ray-data bench-ocrmypdf bench-layer-columns clean
+.PHONY: demo test test-fast lint bench bench-engines bench-textlayer bench-geometry bench-vlm bench-scale bench-parquet bench-describe bench-serve bench-quality bench-sinks bench-ray-data bench-ocrmypdf bench-ocrmypdf-tools bench-ocrmypdf-aside bench-layer-columns clean
 
 $(BIN)/ocrflow: pyproject.toml constraints/test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -96,7 +96,10 @@ $(OCRMYPDF_VENV)/bin/ocrmypdf:
 	$(PYTHON) -m venv $(OCRMYPDF_VENV)
 	$(OCRMYPDF_VENV)/bin/pip install -q 'ocrmypdf>=17'
 
-bench-ocrmypdf: $(BIN)/ocrflow $(OCRMYPDF_VENV)/bin/ocrmypdf
+bench-ocrmypdf: bench-ocrmypdf-tools
+	$(BIN)/python bench/bench_ocrmypdf.py --ocrmypdf $(OCRMYPDF_VENV)/bin/ocrmypdf $(OCRMYPDF_BENCH_ARGS)
+
+bench-ocrmypdf-tools: $(BIN)/ocrflow $(OCRMYPDF_VENV)/bin/ocrmypdf
 	@missing=""; \
 	for need in tesseract:tesseract-ocr gs:ghostscript qpdf:qpdf pdftotext:poppler-utils; do \
 		command -v $${need%%:*} >/dev/null 2>&1 || missing="$$missing $${need#*:}"; done; \
@@ -106,7 +109,14 @@ bench-ocrmypdf: $(BIN)/ocrflow $(OCRMYPDF_VENV)/bin/ocrmypdf
 		echo "installing$$missing"; export DEBIAN_FRONTEND=noninteractive; \
 		$$sudo apt-get update -qq >/dev/null && $$sudo apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	$(BIN)/python bench/bench_ocrmypdf.py --ocrmypdf $(OCRMYPDF_VENV)/bin/ocrmypdf $(OCRMYPDF_BENCH_ARGS)
+
+## make bench-ocrmypdf-aside: the same on scans that are not in those sets (born-digital corpus
+## pages printed to noisy, tilted scans by bench/scans_aside.py; one round).
+bench-ocrmypdf-aside: bench-ocrmypdf-tools
+	rm -rf build/scans-aside && $(BIN)/python bench/scans_aside.py build/scans-aside
+	$(BIN)/python bench/bench_ocrmypdf.py --ocrmypdf $(OCRMYPDF_VENV)/bin/ocrmypdf --set "" \
+		--files build/scans-aside/*.pdf --truth build/scans-aside/truth --repeat 1 --no-single \
+		--json bench/results/ocrmypdf-aside.json
 
 clean:
 	rm -rf out $(VENV) build *.egg-info

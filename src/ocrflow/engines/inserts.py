@@ -102,8 +102,16 @@ def _runs_on(block: TextBlock) -> bool:
 
 
 def _same_column(a: TextBlock, b: TextBlock) -> bool:
+    """Whether ``b``, under ``a``, is in ``a``'s column: they overlap across, and ``b`` is
+    not much wider (a paragraph across the page under a table's narrow header cell is no
+    half of it: the table and the heading between them were set aside after it)."""
     overlap = min(a.x1, b.x1) - max(a.x0, b.x0)
-    return b.y0 >= a.y1 - a.height and overlap >= SAME_COLUMN * min(a.x1 - a.x0, b.x1 - b.x0)
+    narrower = min(a.x1 - a.x0, b.x1 - b.x0)
+    return (
+        b.y0 >= a.y1 - a.height
+        and overlap >= SAME_COLUMN * narrower
+        and SAME_COLUMN * (b.x1 - b.x0) <= a.x1 - a.x0
+    )
 
 
 def _continues(above: TextBlock, below: TextBlock) -> bool:

@@ -187,3 +187,15 @@ def test_columns_whose_boxes_touch_on_a_curved_page_are_read_one_after_the_other
     right = [line(585 - i * 0.4, 100 + i * LEADING, 1080, f"R{i}") for i in range(20)]
     order = [w for p in laid_out(right + left) for w in p.text.split("\n")]
     assert order == [f"L{i}" for i in range(20)] + [f"R{i}" for i in range(20)]
+
+
+def test_a_paragraph_across_the_page_is_no_half_of_a_narrow_block_over_it() -> None:
+    """A table's two-line header cell at the right, the table's row set in under it, a
+    heading under the table's gap, then a paragraph across the page: the paragraph
+    overlaps the cell and starts at the left, yet is not the cell's text going on (the row
+    and the heading were read after it)."""
+    cell = [line(900, 100, 1080, "Inference"), line(900, 126, 1075, "time")]
+    row = [line(250, 200, 1000, "Indented")]
+    heading = [line(100, 420, 500, "Heading")]
+    paragraph = lines(100, 1100, 460, ["We", "picked", "the"], last_short=True)
+    assert texts(paragraph + heading + row + cell) == ["Inference", "Indented", "Heading", "We"]
