@@ -1,4 +1,5 @@
-"""Blocks in a gutter drawn out of it, so that poppler reads the columns in order.
+"""Lines drawn so that poppler reads them in the Markdown's order: a block in a gutter
+drawn out of it (below), a table's rows drawn as lines (``table_rows``).
 
 poppler's ``pdftotext`` orders its blocks by Breuel's rules: a block goes before another
 that it overlaps across and starts above, and before one to its right otherwise. It
@@ -22,6 +23,7 @@ import itertools
 
 import numpy as np
 
+from ocrflow.sinks.pdf_text_gutters import MOST_BLOCKS
 from ocrflow.sinks.pdf_text_sizes import LineSpan
 
 #: How far past the gutter's right side a block in it is drawn, in its sizes.
@@ -46,7 +48,7 @@ def out_of_gutters(
         if span.block >= 0:
             members.setdefault(span.block, []).append(line)
     blocks = list(members.values())
-    if len(blocks) < 3:
+    if not 3 <= len(blocks) <= MOST_BLOCKS:  # compared pairwise, as in pdf_text_gutters
         return {}
     width, height = frame
     rows = [
