@@ -20,6 +20,7 @@ import pytest
 
 from ocrflow.document import Document
 from ocrflow.sinks.results import results
+from tests.integration.ray_clusters import one_ray_cluster  # noqa: F401  (autouse)
 from tests.needs import REPO, need
 
 from .cli_helpers import ocrflow

@@ -16,6 +16,7 @@ import make_examples
 import pytest
 
 from tests.fakevllm.process import running_server
+from tests.integration.ray_clusters import one_ray_cluster  # noqa: F401  (autouse)
 from tests.needs import need
 
 from .cli_helpers import ocrflow, results, status_json
@@ -97,7 +98,8 @@ def _pick_victim(out: Path, driver: subprocess.Popen[str], deadline_s: float = 1
             if committed.get(owner, 0) >= 2:
                 return int(owner.split(":")[1])
         time.sleep(0.05)
-    pytest.fail(f"no actor committed documents while holding more (exit {driver.poll()})")
+    told = driver.stderr.read()[-3000:] if driver.poll() is not None and driver.stderr else ""
+    pytest.fail(f"no actor committed documents while holding more (exit {driver.poll()}) {told}")
 
 
 def test_actor_killed_mid_item_every_document_once_and_counted(tmp_path: Path) -> None:
