@@ -208,9 +208,11 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
         u0, u1 = span(word)
         encoded = encode(text.translate(_CONTROL))
         size = sizes.get(line, (word.bbox[3] - word.bbox[1]) * height)
+        if not encoded or size <= 0.05:
+            continue
         if after is not None and after.line == line:
             u1 = _up_to(u0, u1, span(after)[0], size / width)
-        if not encoded or size <= 0.05 or u1 <= u0:
+        if u1 <= u0:
             continue
         glyphs = len(encoded) // 4
         scale = 100 * (u1 - u0) * width / (glyphs * ADVANCE * size)

@@ -171,3 +171,14 @@ def test_cells_boxed_with_no_width_get_a_layer() -> None:
     # The first two reach to the next cell; the last, of no width, is not drawn (as any
     # word of no width).
     assert drawn.count(b"> Tj") == 2 and b"<00630030> Tj" in drawn
+
+
+def test_words_of_lines_with_no_height_are_skipped_not_divided_by() -> None:
+    # A VLM's lines boxed with no height get size 0: no gap is measured in their sizes.
+    words = tuple(Word(f"w{i}", (0.1 + 0.1 * i, 0.2, 0.15 + 0.1 * i, 0.2), 0.9) for i in range(3))
+    line = Line("w0 w1 w2", (0.1, 0.2, 0.35, 0.2), 0.9, words)
+    page = Page(
+        1, line.text, Route.ENGINE, blocks=(Block(BlockLabel.TEXT, line.text, None, 0.9, (line,)),)
+    )
+    frame = layer.PageFrame((0, 0, WIDTH, HEIGHT))
+    assert layer.text_layer(page, frame, "F", lambda text: text.encode("utf-16-be").hex()) == b""
