@@ -20,7 +20,7 @@ import pytest
 
 from ocrflow.document import Document
 from ocrflow.sinks.results import results
-from tests.integration.ray_clusters import one_ray_cluster  # noqa: F401  (autouse)
+from tests.integration.ray_clusters import one_ray_cluster, until_ray_starts  # noqa: F401
 from tests.needs import REPO, need
 
 from .cli_helpers import ocrflow
@@ -69,14 +69,16 @@ def _converted(reader: str, location: Path, tmp_path: Path, **kwargs: Any) -> li
 def _python(
     code: str, *args: str, cwd: Path, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **RAY_ENV},
-        check=False,
+    return until_ray_starts(
+        lambda: subprocess.run(
+            [sys.executable, "-c", code, *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **RAY_ENV},
+            check=False,
+        )
     )
 
 
