@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ocrflow.sinks.pdf_text_sizes import LineSpan
+from ocrflow.sinks.pdf_text_sizes import LineSpan, lines_by_block
 
 #: The least gap between blocks side by side, in font sizes (poppler: 1.0, and a margin).
 GUTTER_ROOM = 1.1
@@ -127,11 +127,7 @@ def kept_apart(
     ``line: (x0, x1)`` (module docstring). ``spans``: the lines (fractions of the reading
     frame), ``sizes``: theirs as ``pdf_text_sizes.line_sizes`` gives them, ``width`` and
     ``height``: the frame's, in points."""
-    members: dict[int, list[int]] = {}
-    for line, span in spans.items():
-        if span.block >= 0:
-            members.setdefault(span.block, []).append(line)
-    blocks = list(members.values())
+    blocks = lines_by_block(spans)
     if not blocks or len(blocks) > MOST_BLOCKS:
         return sizes, {}
     sizes, stacks = _unjoined(blocks, spans, sizes, height)

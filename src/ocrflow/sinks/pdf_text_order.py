@@ -24,7 +24,7 @@ import itertools
 import numpy as np
 
 from ocrflow.sinks.pdf_text_gutters import MOST_BLOCKS
-from ocrflow.sinks.pdf_text_sizes import LineSpan
+from ocrflow.sinks.pdf_text_sizes import LineSpan, lines_by_block
 
 #: How far past the gutter's right side a block in it is drawn, in its sizes.
 REACH = 0.1
@@ -43,11 +43,7 @@ def out_of_gutters(
 
     The gutters are looked for between our blocks (a paragraph, a heading), never wider
     than poppler's, so a gutter that poppler sees is found whatever poppler gathers."""
-    members: dict[int, list[int]] = {}
-    for line, span in spans.items():
-        if span.block >= 0:
-            members.setdefault(span.block, []).append(line)
-    blocks = list(members.values())
+    blocks = lines_by_block(spans)
     if not 3 <= len(blocks) <= MOST_BLOCKS:  # compared pairwise, as in pdf_text_gutters
         return {}
     width, height = frame

@@ -77,6 +77,16 @@ def line_spans(words: Iterable[tuple[int, int, BBox]]) -> dict[int, LineSpan]:
     return spans
 
 
+def lines_by_block(spans: dict[int, LineSpan]) -> list[list[int]]:
+    """The lines of each block (lines of no block, -1, left out), blocks and lines in
+    reading order."""
+    members: dict[int, list[int]] = {}
+    for line, span in spans.items():
+        if span.block >= 0:
+            members.setdefault(span.block, []).append(line)
+    return list(members.values())
+
+
 def line_sizes(spans: dict[int, LineSpan], height: float, box: float) -> dict[int, float]:
     """Each line's font size in points (module docstring); ``height``: the frame's height
     in points, ``box``: the font's character height in sizes."""
