@@ -8,7 +8,8 @@ inside the ``rapidocr`` wheel, loaded by path, so nothing is ever downloaded. A 
 
 1. detected at the size that makes its text ``det_text_px`` high, at most ``det_side`` px
    (``detsize.py``: the detector's cost grows with pixels; the recogniser's does not:
-   every line is scaled to 48 px high whatever the resolution);
+   every line is scaled to 48 px high whatever the resolution), and again closer up on
+   rows where it ran two lines into one box (``line_detection.py``);
 2. turned a quarter clockwise when most of its text lies in boxes taller than wide (free:
    the boxes turn with the page, no second detection);
 3. turned half round when the 0°/180° classifier suspects it (its 12 longest lines) and
@@ -40,10 +41,8 @@ from PIL import Image
 
 from ocrflow.cancellation import run_to_end
 from ocrflow.config.machine import usable_cpus
-from ocrflow.engines.detsize import detector_side
 from ocrflow.engines.geometry import (
     PageFrame,
-    Quads,
     is_sideways,
     line_length,
     ocr_blocks,
@@ -53,6 +52,7 @@ from ocrflow.engines.geometry import (
 from ocrflow.engines.gutters import split_at_gutters
 from ocrflow.engines.ink import to_ink_paragraphs
 from ocrflow.engines.layout import TextBox, laid_out
+from ocrflow.engines.line_detection import detect_lines
 from ocrflow.engines.line_threads import LineThreads
 from ocrflow.engines.runtime import resolve_backend
 from ocrflow.engines.skew import page_skew
@@ -280,7 +280,7 @@ def default_threads(parallel: int) -> int:
 def _read_page(models: PpocrModels, bgr: np.ndarray, options: EmbeddedOptions) -> OcrText:
     """Detect, orient, recognise and lay out one page (see the module docstring)."""
     clock = _Clock()
-    quads = _detect_lines(models, bgr, options)
+    quads = detect_lines(models, bgr, options.det_side, options.det_text_px)
     clock.lap("detect")
     if len(quads) == 0:
         return OcrText(text="", timings=clock.laps)
@@ -325,29 +325,6 @@ class _Clock:
         now = time.perf_counter()
         self.laps[name] = now - self._last
         self._last = now
-
-
-def _detect_lines(models: PpocrModels, bgr: np.ndarray, options: EmbeddedOptions) -> Quads:
-    """Line quads; a strip far wider than tall (one text line) is padded first, because the
-    detector misses text that fills the whole height of its input; a page is detected at
-    the size its text height asks for (``detsize.py``)."""
-    height, width = bgr.shape[:2]
-    pad = max(0, (max(width // 8, 32) - height) // 2)
-    if not pad:
-        side = detector_side(bgr, options.det_side, options.det_text_px)
-        if side >= max(height, width):
-            return models.detect(bgr)
-        import cv2  # installed with rapidocr, as the models are
-
-        scale = side / max(height, width)
-        size = (max(1, round(width * scale)), max(1, round(height * scale)))
-        quads = models.detect(cv2.resize(bgr, size, interpolation=cv2.INTER_AREA))
-        quads[:, :, 0] *= width / size[0]
-        quads[:, :, 1] *= height / size[1]
-        return quads
-    quads = models.detect(np.pad(bgr, ((pad, pad), (0, 0), (0, 0)), mode="edge"))
-    quads[:, :, 1] = np.clip(quads[:, :, 1] - pad, 0, height)
-    return quads
 
 
 def _turned_if_upside_down(models: PpocrModels, page: PageLines) -> PageLines | None:

@@ -131,9 +131,10 @@ class PpocrModels:
         recognizer = LineModel(whole, CtcDecoder(known), shared, head=head)
         return cls(detector, classifier, recognizer, alphabetic, det_side, rec_batch, cls_batch)
 
-    def detect(self, bgr: np.ndarray) -> Quads:
-        """Line quads in ``bgr``'s own pixels (an empty array when there is no text)."""
-        inputs = detector_input(bgr, self.det_side)
+    def detect(self, bgr: np.ndarray, side_limit: int | None = None) -> Quads:
+        """Line quads in ``bgr``'s own pixels (an empty array when there is no text), the
+        image shrunk to at most ``side_limit`` px (default: the engine's ``det_side``)."""
+        inputs = detector_input(bgr, side_limit or self.det_side)
         if inputs is None:
             return np.zeros((0, 4, 2), np.float32)
         return db_quads(self.detector(inputs), *bgr.shape[:2])

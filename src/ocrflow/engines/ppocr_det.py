@@ -54,7 +54,7 @@ def db_quads(prediction: np.ndarray, height: int, width: int) -> Quads:
     probability = prediction[0, 0]
     mask = cv2.dilate((probability > DB_THRESHOLD).astype(np.uint8), np.ones((2, 2), np.uint8))
     quads = _quads_from_bitmap(probability, mask, width, height)
-    return _sorted_rows(quads)
+    return sorted_rows(quads)
 
 
 def _quads_from_bitmap(
@@ -127,7 +127,7 @@ def _clockwise(points: np.ndarray) -> np.ndarray:
     return np.array([top_left, top_right, bottom_right, bottom_left], np.float32)
 
 
-def _sorted_rows(quads: Quads) -> Quads:
+def sorted_rows(quads: Quads) -> Quads:
     """Top to bottom, then left to right within rows of tops closer than ``ROW_TOLERANCE``."""
     if len(quads) == 0:
         return quads

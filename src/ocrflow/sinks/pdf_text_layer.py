@@ -186,7 +186,7 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
         line: dataclasses.replace(lines[line], x0=x0, x1=x1) for line, (x0, x1) in narrowed.items()
     }
     tables = {i for i, block in enumerate(page.blocks) if block.label is BlockLabel.TABLE}
-    middles, rows = table_rows(drawn, tables, sizes, width)
+    middles, rows, sizes = table_rows(drawn, tables, sizes, (width, height))
     across = out_of_gutters(drawn, sizes, (width, height), ASCENT + DESCENT) | narrowed | rows
 
     def span(word: PlacedWord) -> tuple[float, float]:

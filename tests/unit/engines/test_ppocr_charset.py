@@ -189,8 +189,9 @@ def test_mixed_script_lines_of_an_alphabetic_page_keep_their_cjk(corpus: Path) -
     recogniser, and they come out as the whole one reads them."""
     import pypdfium2 as pdfium
 
-    from ocrflow.engines.embedded import EmbeddedOptions, _detect_lines
+    from ocrflow.engines.embedded import EmbeddedOptions
     from ocrflow.engines.geometry import line_length
+    from ocrflow.engines.line_detection import detect_lines
 
     engine = EmbeddedEngine(threads=1, backend="openvino")
     models = engine._loaded()
@@ -199,7 +200,8 @@ def test_mixed_script_lines_of_an_alphabetic_page_keep_their_cjk(corpus: Path) -
 
     def crops(image: Image.Image) -> list[np.ndarray]:
         bgr = np.ascontiguousarray(np.asarray(image.convert("RGB"))[:, :, ::-1])
-        quads = _detect_lines(models, bgr, EmbeddedOptions())
+        options = EmbeddedOptions()
+        quads = detect_lines(models, bgr, options.det_side, options.det_text_px)
         return [models.crop(bgr, quad) for quad in quads]
 
     with Image.open(corpus / "images" / "tesseract__phototest.tif") as image:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 import ocrflow.sinks.pdf_text_layer as layer
+import ocrflow.sinks.pdf_text_order as order
 from ocrflow.document.model import Page
-from ocrflow.sinks.pdf_text_order import CELL_GAP, REACH, out_of_gutters, table_rows
+from ocrflow.sinks.pdf_text_order import CELL_GAP, REACH, ROW_STEP, out_of_gutters, table_rows
 from ocrflow.sinks.pdf_text_sizes import LineSpan
 from ocrflow.types import Block, BlockLabel, Line, Route, Word
 
@@ -88,13 +89,14 @@ def test_pdftotext_reads_columns_over_a_page_number_in_the_gutter_in_order(
     assert unfixed.index("R0w0") < unfixed.index("Lb0w0")
 
 
-def table(rows: int, jitter: float) -> Block:
+def table(rows: int, jitter: float, tops: tuple[float, ...] = ()) -> Block:
     """A table block of ``rows`` rows of three cells, the cells of a row up to ``jitter``
-    apart down the page (a detector's boxes), each cell one line of one word."""
+    apart down the page (a detector's boxes), each cell one line of one word; rows 0.025
+    of the page apart, or at ``tops``."""
     lines = []
     for r in range(rows):
         for c, x in enumerate((0.1, 0.4, 0.7)):
-            top = 0.2 + r * 0.025 + (jitter if c == 1 else 0.0)
+            top = (tops[r] if tops else 0.2 + r * 0.025) + (jitter if c == 1 else 0.0)
             text = f"r{r}c{c}"
             box = (x, top, x + 0.05, top + 0.012)
             lines.append(Line(text, box, 0.9, (Word(text, box, 0.9),)))
@@ -107,7 +109,8 @@ def test_a_table_s_cells_are_drawn_row_by_row() -> None:
         i: LineSpan(7, line.bbox[0], line.bbox[1], line.bbox[2], line.bbox[3])  # type: ignore[index]
         for i, line in enumerate(table(3, 0.004).lines)
     }
-    middles, across = table_rows(cells, {7}, dict.fromkeys(cells, SIZE), WIDTH)
+    middles, across, sizes = table_rows(cells, {7}, dict.fromkeys(cells, SIZE), (WIDTH, HEIGHT))
+    assert sizes == dict.fromkeys(cells, SIZE)  # rows 20 pt apart: drawn at their size
     for row in range(3):
         assert len({middles[3 * row + c] for c in range(3)}) == 1  # one baseline a row
         assert 3 * row + 2 not in across  # the last cell keeps its box
@@ -115,14 +118,53 @@ def test_a_table_s_cells_are_drawn_row_by_row() -> None:
             x0, x1 = across[3 * row + c]
             assert x0 == cells[3 * row + c].x0
             assert x1 == pytest.approx(cells[3 * row + c + 1].x0 - CELL_GAP * SIZE / WIDTH)
-    assert table_rows(cells, set(), dict.fromkeys(cells, SIZE), WIDTH) == ({}, {})
+    assert table_rows(cells, set(), dict.fromkeys(cells, SIZE), (WIDTH, HEIGHT))[:2] == ({}, {})
+
+
+def staggered_header() -> Block:
+    """A results table (its boxes as the embedded engine found them on a scan): the
+    header's second row ("r1c…", second lines of cells) stands 0.004 of the page over the
+    third ("r2c…", column heads), which ends left of it; then a row of figures."""
+    cells = [
+        ("r0c0", 0.26, 0.4287), ("r0c1", 0.338, 0.4287), ("r0c2", 0.529, 0.4275),
+        ("r0c3", 0.645, 0.4262), ("r0c4", 0.702, 0.4262),
+        ("r1c0", 0.39, 0.435), ("r1c1", 0.644, 0.4412), ("r1c2", 0.696, 0.4415),
+        ("r2c0", 0.234, 0.4468), ("r2c1", 0.312, 0.4465), ("r2c2", 0.467, 0.4443),
+        ("r2c3", 0.522, 0.4453), ("r2c4", 0.602, 0.4443),
+    ]  # fmt: skip
+    cells += [(f"r3c{c}", 0.234 + 0.1 * c, 0.4687) for c in range(5)]
+    lines = []
+    for text, x, top in cells:
+        box = (x, top, x + 0.04, top + 0.016)
+        lines.append(Line(text, box, 0.9, (Word(text, box, 0.9),)))
+    return Block(BlockLabel.TABLE, " ".join(c[0] for c in cells), None, 0.9, tuple(lines))
+
+
+def test_rows_closer_than_poppler_tells_apart_are_drawn_smaller() -> None:
+    cells = {
+        i: LineSpan(7, line.bbox[0], line.bbox[1], line.bbox[2], line.bbox[3])  # type: ignore[index]
+        for i, line in enumerate(staggered_header().lines)
+    }
+    middles, _, sizes = table_rows(cells, {7}, dict.fromkeys(cells, SIZE), (WIDTH, HEIGHT))
+    step = (middles[8] - middles[5]) * HEIGHT
+    assert step < SIZE / 2
+    # Rows 1 and 2 under half a size apart: both drawn at ROW_STEP of their step.
+    assert all(sizes[i] == pytest.approx(step / ROW_STEP) for i in range(5, 13))
+    assert all(sizes[i] == SIZE for i in range(13, 18))
 
 
 @needs_poppler
-def test_pdftotext_reads_a_table_row_by_row(tmp_path: Path) -> None:
-    block = table(4, 0.004)
-    _, read = pdftotext_words([block], tmp_path)
-    assert read == [f"r{r}c{c}" for r in range(4) for c in range(3)]
+def test_pdftotext_reads_a_staggered_header_row_by_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    block = staggered_header()
+    written, read = pdftotext_words([block], tmp_path)
+    assert read == written
+    # What it is for: drawn at their own size, poppler takes rows 1 and 2 for one line and
+    # reads the column heads before the header's second line.
+    monkeypatch.setattr(order, "ROW_STEP", 1e-9)
+    _, unfixed = pdftotext_words([block], tmp_path)
+    assert unfixed.index("r2c4") < unfixed.index("r1c1")
 
 
 @needs_poppler
