@@ -54,6 +54,7 @@ from ocrflow.engines.ink import to_ink_paragraphs
 from ocrflow.engines.layout import TextBox, laid_out
 from ocrflow.engines.line_detection import detect_lines
 from ocrflow.engines.line_threads import LineThreads
+from ocrflow.engines.rules import horizontal_rules
 from ocrflow.engines.runtime import resolve_backend
 from ocrflow.engines.skew import page_skew
 from ocrflow.errors import ConfigError, EngineError, EngineRejected
@@ -303,10 +304,12 @@ def _read_page(models: PpocrModels, bgr: np.ndarray, options: EmbeddedOptions) -
         for quad, text, score in zip(quads, texts, scores, strict=True)
         if text.strip() and score >= options.min_score
     )
-    paragraphs = laid_out(boxes)
+    # The boxes of an upside-down page are turned; the image is, to be read with them.
+    upright = bgr if turned is None else np.ascontiguousarray(bgr[::-1, ::-1])
+    paragraphs = laid_out(boxes, rules=horizontal_rules(upright))
     clock.lap("layout")
-    # The model keeps lines as printed (``ink.py``); an upside-down page's boxes are turned.
-    printed = to_ink_paragraphs(paragraphs, bgr if turned is None else bgr[::-1, ::-1])
+    # The model keeps lines as printed (``ink.py``).
+    printed = to_ink_paragraphs(paragraphs, upright)
     blocks = ocr_blocks(printed, PageFrame(bgr.shape[1], bgr.shape[0], rotation))
     clock.lap("blocks")
     text = "\n\n".join(paragraph.text for paragraph in paragraphs)

@@ -6,7 +6,8 @@ four steps:
 
 1. **Deskew**: the boxes are turned by the page's skew (the median slope of its lines),
    so that rows are level and columns upright, whatever the scanner or camera did;
-2. **Tables** (``tables.py``): rows of aligned cells become one Markdown table each;
+2. **Tables** (``ruled_tables.py``, ``tables.py``): rows between ruled lines, and rows of
+   aligned cells, become one Markdown table each;
 3. **Regions** (``xycut.py``): header first, footer last, and between them the body cut
    recursively into sections and columns, in reading order;
 4. **Paragraphs**: inside a region, stacked, left-aligned lines of one size chain into
@@ -37,6 +38,8 @@ import numpy as np
 
 from ocrflow.engines.boxes import TextBlock, TextBox
 from ocrflow.engines.inserts import set_inserts_aside
+from ocrflow.engines.ruled_tables import find_ruled_tables
+from ocrflow.engines.rules import Rule
 from ocrflow.engines.skew import deskew
 from ocrflow.engines.tables import find_tables
 from ocrflow.engines.xycut import BODY, INSERT, labelled_regions
@@ -196,15 +199,25 @@ class Paragraph:
     region: str = BODY
 
 
-def laid_out(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> list[Paragraph]:
+def laid_out(
+    boxes: Iterable[TextBox], *, reading_order: str = "columns", rules: Sequence[Rule] = ()
+) -> list[Paragraph]:
     """The page's paragraphs (and tables, as Markdown) in reading order, lines joined with
-    newlines; ``reading_order="blocks"`` is the former method (module docstring)."""
+    newlines; ``rules``: the page's horizontal rules (``rules.py``), in the boxes' pixels,
+    for tables ruled between their rows; ``reading_order="blocks"`` is the former method
+    (module docstring)."""
     if reading_order == "blocks":
         return _paragraphs(order_blocks(group_blocks(boxes)), BODY)
     if reading_order != "columns":
         raise ValueError(f"reading_order is 'columns' or 'blocks', not {reading_order!r}")
-    level = deskew([b for b in boxes if b.text.strip()])
-    regions = labelled_regions(with_tables(level))
+    lines = [b for b in boxes if b.text.strip()]
+    ruled = find_ruled_tables(lines, rules)
+    # Found where the rules are drawn, then deskewed with the rest of the page.
+    level = dict(zip(map(id, lines), deskew(lines), strict=True))
+    taken = {id(box) for table in ruled for box in table.boxes}
+    rest = [level[id(box)] for box in lines if id(box) not in taken]
+    tables = [_table_box([level[id(b)] for b in t.boxes], t.markdown()) for t in ruled]
+    regions = labelled_regions(with_tables(rest) + tables)
     found: list[Paragraph] = []
     for index, (role, region) in enumerate(regions):
         after = regions[index + 1] if index + 1 < len(regions) else None

@@ -20,12 +20,17 @@ runs into the gutter. It is left as it is where other text on its row stands tha
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 
 from ocrflow.sinks.pdf_text_gutters import MOST_BLOCKS
 from ocrflow.sinks.pdf_text_sizes import LineSpan, lines_by_block
+from ocrflow.types import Block
 
+#: A Markdown table's header separator row, and the bars between cells (not an escaped one).
+_SEPARATOR = re.compile(r"\|(\s*:?-{3,}:?\s*\|)+\s*")
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
 #: How far past the gutter's right side a block in it is drawn, in its sizes.
 REACH = 0.1
 #: The gap left between the cells of a table row, in sizes (poppler's lines of one block
@@ -122,6 +127,23 @@ def table_rows(
         for cell in (*upper, *lower):
             sized[cell] = max(min(sized[cell], step), MIN_ROW_SIZE)
     return middles, across, sized
+
+
+def drawn_by_rows(block: Block) -> bool:
+    """Whether a table block's lines are drawn as rows (``table_rows``): each cell of its
+    Markdown one printed line. A table ruled between rows of wrapped cells (a certificate's
+    descriptions, ``engines/ruled_tables.py``) has more lines than cells: its lines are
+    drawn where printed, and poppler reads each column of a row's cells apart, as the
+    page gives them, instead of laying a cell's lines over each other."""
+    rows = [line for line in block.text.splitlines() if line.startswith("|")]
+    cells = [
+        cell
+        for row in rows
+        if not _SEPARATOR.fullmatch(row)
+        for cell in _CELL_BORDER.split(row.strip().strip("|"))
+        if cell.strip()
+    ]
+    return not rows or len(block.lines) <= len(cells)
 
 
 def _rows(spans: dict[int, LineSpan], tables: set[int]) -> list[list[int]]:

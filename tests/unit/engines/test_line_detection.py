@@ -34,7 +34,7 @@ def test_a_line_with_its_neighbours_edges_is_one_band() -> None:
     assert line_bands(np.array([0.5])) == []
 
 
-def _scanned(pdf: Path) -> Image.Image:
+def scanned(pdf: Path) -> Image.Image:
     """The PDF's first page as a scanner gives it back: 300 dpi, grey, noisy, tilted 0.4°."""
     page = pdfium.PdfDocument(pdf)[0]
     grey = page.render(scale=300 / 72, grayscale=True).to_pil().convert("L")
@@ -48,7 +48,7 @@ def test_fine_print_set_solid_is_read_line_by_line(
 ) -> None:
     # A certificate's terms: four lines of 5 pt type a pixel or two apart at the detector's
     # scale (the page's body text asks for 0.46 of a 300-dpi page).
-    scan = _scanned(corpus / "pdfs" / "olmocr__lots_of_sci_tables.pdf")
+    scan = scanned(corpus / "pdfs" / "olmocr__lots_of_sci_tables.pdf")
     engine = EmbeddedEngine(threads=1)
     terms = ("good faith", "no longer valid", "Terms and Conditions", "reproduction either")
     text = engine.recognize(scan).text

@@ -13,7 +13,14 @@ import pytest
 import ocrflow.sinks.pdf_text_layer as layer
 import ocrflow.sinks.pdf_text_order as order
 from ocrflow.document.model import Page
-from ocrflow.sinks.pdf_text_order import CELL_GAP, REACH, ROW_STEP, out_of_gutters, table_rows
+from ocrflow.sinks.pdf_text_order import (
+    CELL_GAP,
+    REACH,
+    ROW_STEP,
+    drawn_by_rows,
+    out_of_gutters,
+    table_rows,
+)
 from ocrflow.sinks.pdf_text_sizes import LineSpan
 from ocrflow.types import Block, BlockLabel, Line, Route, Word
 
@@ -224,3 +231,49 @@ def test_words_of_lines_with_no_height_are_skipped_not_divided_by() -> None:
     )
     frame = layer.PageFrame((0, 0, WIDTH, HEIGHT))
     assert layer.text_layer(page, frame, "F", lambda text: text.encode("utf-16-be").hex()) == b""
+
+
+def wrapped_cells() -> Block:
+    """A table ruled between rows of a label, a description wrapped over three lines and
+    a value (``engines/ruled_tables.py``): more lines than its Markdown has cells."""
+    lines, rows = [], []
+    for r in range(3):
+        top = 0.2 + r * 0.08
+        cells = [(f"Label{r}", 0.08, top + 0.02)]
+        # Each line a little right of the one above (a tilted scan, a detector's jitter).
+        cells += [(f"desc{r}x{k} goes on", 0.25 + 0.002 * k, top + 0.02 * k) for k in range(3)]
+        cells += [(f"V{r}", 0.8, top)]
+        for text, x, y in cells:
+            parts = text.split()
+            spans = [(x + 0.06 * i, x + 0.06 * i + 0.05) for i in range(len(parts))]
+            words = tuple(
+                Word(w, (x0, y, x1, y + 0.014), 0.9)
+                for w, (x0, x1) in zip(parts, spans, strict=True)
+            )
+            lines.append(Line(text, (x, y, spans[-1][1], y + 0.014), 0.9, words))
+        rows.append(f"| Label{r} | {' '.join(f'desc{r}x{k} goes on' for k in range(3))} | V{r} |")
+    markdown = "\n".join([rows[0], "| --- | --- | --- |", *rows[1:]])
+    return Block(BlockLabel.TABLE, markdown, None, 0.9, tuple(lines))
+
+
+def test_a_table_of_one_line_cells_is_drawn_by_rows_and_one_of_wrapped_cells_is_not() -> None:
+    assert drawn_by_rows(table(3, 0.004))
+    assert not drawn_by_rows(wrapped_cells())
+    assert drawn_by_rows(Block(BlockLabel.TABLE, "<table><tr><td>a</td></tr></table>"))
+
+
+@needs_poppler
+def test_pdftotext_reads_the_lines_of_wrapped_cells_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, read = pdftotext_words([wrapped_cells()], tmp_path)
+    text = " ".join(read)
+    # Each printed line of a description comes out whole, the rows one after another.
+    for r in range(3):
+        for k in range(3):
+            assert f"desc{r}x{k} goes on" in text
+    assert text.index("desc0x2") < text.index("Label1") < text.index("desc1x2") < text.index("V2")
+    # What it is for: drawn as rows, a cell's lines fall on one baseline, word over word.
+    monkeypatch.setattr(layer, "drawn_by_rows", lambda block: True)
+    _, unfixed = pdftotext_words([wrapped_cells()], tmp_path)
+    assert "desc0x0 goes on" not in " ".join(unfixed)
