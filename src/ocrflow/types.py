@@ -70,6 +70,9 @@ class PageImage:
     height: int
     encoding: str = "png"
     mode: str = "RGB"
+    #: Pixels per inch of the page it shows, where known (a PDF page, a scan that says):
+    #: Tesseract scales its layout analysis by it, and guesses it otherwise.
+    dpi: float | None = None
 
     @property
     def media_type(self) -> str:

@@ -104,10 +104,16 @@ class TesseractEngine:
         """OCR an image file's bytes (PNM, PNG, JPEG, TIFF) and return the page text."""
         return self.read(data).text
 
-    def read(self, data: bytes) -> TsvPage:
+    def read(self, data: bytes, dpi: float | None = None) -> TsvPage:
         """OCR an image file's bytes: the page text and its blocks (paragraphs, with line
-        and word boxes in 0..1 of the image and confidences)."""
-        options = ["-l", self.languages, "--psm", str(self.psm), "tsv"]
+        and word boxes in 0..1 of the image and confidences). ``dpi``: the image's
+        resolution, where known; Tesseract guesses it from the text otherwise, and its
+        layout analysis follows the guess (a 300-dpi form guessed at 276: 28 line numbers
+        and a column of codes left out, which OCRmyPDF, saying 300, kept)."""
+        options = ["-l", self.languages, "--psm", str(self.psm)]
+        if dpi is not None and 0 < dpi < 10_000:
+            options += ["--dpi", str(round(dpi))]
+        options.append("tsv")
         return parse_tsv(self._output(data, options))
 
     def _output(self, data: bytes, options: list[str]) -> str:
@@ -137,7 +143,7 @@ class TesseractEngine:
         turned, and a page read askew is read again level, each kept when Tesseract is
         surer of it (``tesseract_osd.py``). Boxes on the page as given; ``rotation`` the
         turn, ``skew`` as measured."""
-        page = self.read(data)
+        page = self.read(data, image.dpi)
         unsure = is_unsure(page)
         if self.detect_rotation and not unsure:
             sideways = sideways_turn(page, image.width, image.height)
@@ -145,13 +151,13 @@ class TesseractEngine:
                 return replace(page, rotation=sideways)
         turn = self._turn(image) if self.detect_rotation and unsure else 0
         if turn:
-            turned = self.read(turned_pnm(image, turn))
+            turned = self.read(turned_pnm(image, turn), image.dpi)
             if mean_confidence(turned) > mean_confidence(page):
                 page = turned
             else:
                 turn = 0
         if self.level_skewed and is_askew(page):
-            level = self.read(levelled_pnm(image, turn, page.skew))
+            level = self.read(levelled_pnm(image, turn, page.skew), image.dpi)
             if mean_confidence(level) > mean_confidence(page):
                 size = (image.height, image.width) if turn % 180 else (image.width, image.height)
                 page = unlevelled(level, page.skew, *size)

@@ -192,8 +192,14 @@ def _route_pdf_page(
         ok=layer.ok,
         score=layer.score,
         reasons=layer.reasons,
+        dpi=_page_dpi(page, image),
     )
     return replace(finished, text_blocks=layer.blocks) if finished.text else finished
+
+
+def _page_dpi(page: pdfium.PdfPage, image: Image.Image) -> float | None:
+    width, height = page.get_size()
+    return pixels_per_inch(image, width / 72, height / 72)
 
 
 def _pdf_scale(page: pdfium.PdfPage, spec: RenderSpec, scan_dpi: float) -> float:
@@ -264,7 +270,19 @@ def _one_frame(image: Image.Image, number: int, spec: RenderSpec, rotation: int)
         return RenderedPage(
             number, reason=Reason.RENDER_ERROR, error=f"{type(exc).__name__}: {exc}"
         )
-    return _finish_image(number, frame, spec, started)
+    return _finish_image(number, frame, spec, started, dpi=_frame_dpi(image, frame))
+
+
+def _frame_dpi(image: Image.Image, frame: Image.Image) -> float | None:
+    """The rendered frame's resolution, from the resolution its image file states."""
+    stated = image.info.get("dpi")
+    try:
+        dpi = float(stated[0]) if stated else 0.0
+    except (TypeError, ValueError, IndexError):
+        return None
+    if not 0 < dpi < 10_000 or image.width <= 0:
+        return None
+    return pixels_per_inch(frame, image.width / dpi, image.height / dpi)
 
 
 def _finish_image(
@@ -277,13 +295,14 @@ def _finish_image(
     ok: bool = False,
     score: float | None = None,
     reasons: tuple[str, ...] = (),
+    dpi: float | None = None,
 ) -> RenderedPage:
     blank = is_blank_image(image) and not (text and text.strip())
     if spec.encoding == "raw" and not blank and is_gray(image):
         # A third of the bytes to hand over and hold until read: a 400-dpi A4 scan is 46 MB
         # of RGB. The CPU engines read gray as it is.
         image = image.convert("L")
-    encoded = None if blank else encode_image(image, spec.encoding)
+    encoded = None if blank else encode_image(image, spec.encoding, dpi)
     return RenderedPage(
         number,
         image=encoded,
@@ -306,16 +325,24 @@ def is_gray(image: Image.Image) -> bool:
     return same and ImageChops.difference(green, blue).getbbox() is None
 
 
-def encode_image(image: Image.Image, encoding: str) -> PageImage:
-    """Pack ``image`` for an engine: raw pixels, or a PNG/JPEG file."""
+def encode_image(image: Image.Image, encoding: str, dpi: float | None = None) -> PageImage:
+    """Pack ``image`` for an engine: raw pixels, or a PNG/JPEG file; ``dpi`` its resolution
+    where known."""
     if encoding == "raw":
-        return PageImage(image.tobytes(), image.width, image.height, "raw", image.mode)
+        return PageImage(image.tobytes(), image.width, image.height, "raw", image.mode, dpi)
     buffer = io.BytesIO()
     if encoding == "jpeg":
         image.save(buffer, format="JPEG", quality=92)
     else:
         image.save(buffer, format="PNG", compress_level=1)
-    return PageImage(buffer.getvalue(), image.width, image.height, encoding, image.mode)
+    return PageImage(buffer.getvalue(), image.width, image.height, encoding, image.mode, dpi)
+
+
+def pixels_per_inch(image: Image.Image, width_in: float, height_in: float) -> float | None:
+    """``image``'s resolution as a page ``width_in`` × ``height_in`` inches (either way
+    round: a turned page), or None for a page of no size."""
+    longest = max(width_in, height_in)
+    return max(image.width, image.height) / longest if longest > 0 else None
 
 
 def decode_image(image: PageImage) -> Image.Image:

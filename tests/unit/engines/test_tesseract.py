@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 from pathlib import Path
 
@@ -95,3 +96,29 @@ def test_bad_raw_images_are_rejected(image: PageImage) -> None:
 def test_raw_pixels_become_pnm() -> None:
     data = page_file_bytes(PageImage(b"\x01\x02\x03\x04", 2, 2, "raw", "L"))
     assert data == b"P5\n2 2\n255\n\x01\x02\x03\x04"
+
+
+def test_the_page_s_resolution_is_passed_on(tmp_path: Path) -> None:
+    log = tmp_path / "args"
+    header = "level\\tpage_num\\tblock_num\\tpar_num\\tline_num\\tword_num\\tleft\\ttop"
+    script = f'echo "$@" >> {log}; printf "{header}\\n"'
+    engine = TesseractEngine(command=fake_tesseract(tmp_path, script))
+    engine.read(b"P5\n1 1\n255\n\x00", dpi=299.6)
+    engine.read(b"P5\n1 1\n255\n\x00")
+    said, guessed = log.read_text().splitlines()
+    assert "--dpi 300" in said
+    assert "--dpi" not in guessed  # unknown: Tesseract guesses, as before
+
+
+@needs_tesseract
+def test_a_form_read_at_its_resolution_keeps_its_line_numbers(corpus: Path) -> None:
+    # Guessed from the text (276 dpi for this 300-dpi scan), Tesseract's layout analysis
+    # left out the form's column of line numbers; OCRmyPDF, saying 300, kept them.
+    from .test_line_detection import scanned
+
+    scan = scanned(corpus / "pdfs" / "pdfjs__160F-2019.pdf").convert("L")
+    data = page_file_bytes(PageImage(scan.tobytes(), scan.width, scan.height, "raw", "L"))
+    engine = TesseractEngine()
+    said, guessed = engine.read(data, dpi=300).text, engine.read(data).text
+    numbered = [len(re.findall(r"(?m)^\d{1,2}\b", text)) for text in (said, guessed)]
+    assert numbered[0] >= 25 > 2 * numbered[1]

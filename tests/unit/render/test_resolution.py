@@ -173,3 +173,29 @@ def test_a_gray_scan_goes_to_the_engine_as_gray_and_a_colour_one_as_colour(
     wire = RenderSpec(text_layer="off", encoding="png")
     (page,) = render_pages(PageJob(str(gray), "pdf", (1,), wire))
     assert page.image is not None and page.image.mode == "RGB"
+
+
+def _rendered_dpi(path: Path, spec: RenderSpec, kind: str = "pdf") -> float | None:
+    (page,) = render_pages(PageJob(str(path), kind, (1,), spec))
+    assert page.image is not None, page.error
+    return page.image.dpi
+
+
+@pytest.mark.parametrize(("dpi", "expected"), [(200, 200), (600, 400)])
+def test_a_rendered_page_says_its_resolution(tmp_path: Path, dpi: int, expected: int) -> None:
+    # Tesseract scales its layout analysis by it (engines/tesseract.py).
+    assert _rendered_dpi(_scan(tmp_path / "scan.pdf", dpi), ENGINE) == pytest.approx(expected, 0.01)
+    assert _rendered_dpi(_born_digital(tmp_path / "page.pdf"), ENGINE) == pytest.approx(300, 0.01)
+    # A poster shrunk to the pixel cap says the resolution it was shrunk to.
+    poster = _scan(tmp_path / "poster.pdf", 50, inches=(40, 30))
+    capped = RenderSpec(dpi=300, text_layer="off", max_pixels=4_000_000)
+    assert _rendered_dpi(poster, capped) == pytest.approx((4_000_000 / 1200) ** 0.5, 0.02)
+
+
+def test_an_image_file_says_the_resolution_it_states(tmp_path: Path) -> None:
+    page = Image.new("L", (1275, 1650), 255)
+    ImageDraw.Draw(page).rectangle((300, 300, 700, 500), 0)
+    page.save(tmp_path / "stated.png", dpi=(150, 150))
+    page.save(tmp_path / "silent.png")
+    assert _rendered_dpi(tmp_path / "stated.png", ENGINE, "image") == pytest.approx(150, 0.01)
+    assert _rendered_dpi(tmp_path / "silent.png", ENGINE, "image") is None
