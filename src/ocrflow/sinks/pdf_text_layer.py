@@ -185,11 +185,8 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
     drawn = lines | {
         line: dataclasses.replace(lines[line], x0=x0, x1=x1) for line, (x0, x1) in narrowed.items()
     }
-    tables = {
-        i
-        for i, block in enumerate(page.blocks)
-        if block.label is BlockLabel.TABLE and drawn_by_rows(block)
-    }
+    tables = {i for i, block in enumerate(page.blocks) if block.label is BlockLabel.TABLE}
+    tables = drawn_by_rows(drawn, tables)
     middles, rows, sizes = table_rows(drawn, tables, sizes, (width, height))
     across = out_of_gutters(drawn, sizes, (width, height), ASCENT + DESCENT) | narrowed | rows
 

@@ -20,17 +20,15 @@ runs into the gutter. It is left as it is where other text on its row stands tha
 from __future__ import annotations
 
 import itertools
-import re
 
 import numpy as np
 
 from ocrflow.sinks.pdf_text_gutters import MOST_BLOCKS
 from ocrflow.sinks.pdf_text_sizes import LineSpan, lines_by_block
-from ocrflow.types import Block
 
-#: A Markdown table's header separator row, and the bars between cells (not an escaped one).
-_SEPARATOR = re.compile(r"\|(\s*:?-{3,}:?\s*\|)+\s*")
-_CELL_BORDER = re.compile(r"(?<!\\)\|")
+#: A table's line is under the one before it when it starts at most this share of that
+#: one's height above its bottom (lines of one row overlap more).
+WRAP = 0.25
 #: How far past the gutter's right side a block in it is drawn, in its sizes.
 REACH = 0.1
 #: The gap left between the cells of a table row, in sizes (poppler's lines of one block
@@ -129,21 +127,18 @@ def table_rows(
     return middles, across, sized
 
 
-def drawn_by_rows(block: Block) -> bool:
-    """Whether a table block's lines are drawn as rows (``table_rows``): each cell of its
-    Markdown one printed line. A table ruled between rows of wrapped cells (a certificate's
-    descriptions, ``engines/ruled_tables.py``) has more lines than cells: its lines are
-    drawn where printed, and poppler reads each column of a row's cells apart, as the
-    page gives them, instead of laying a cell's lines over each other."""
-    rows = [line for line in block.text.splitlines() if line.startswith("|")]
-    cells = [
-        cell
-        for row in rows
-        if not _SEPARATOR.fullmatch(row)
-        for cell in _CELL_BORDER.split(row.strip().strip("|"))
-        if cell.strip()
-    ]
-    return not rows or len(block.lines) <= len(cells)
+def drawn_by_rows(spans: dict[int, LineSpan], tables: set[int]) -> set[int]:
+    """The blocks of ``tables`` whose lines are drawn as rows (``table_rows``): each cell one
+    printed line. A table ruled between rows of wrapped cells (a certificate's descriptions,
+    ``engines/ruled_tables.py``) gives a cell's lines one under the other, where a table
+    of one-line cells goes on across its row or, at a row's end, back to the left: its
+    lines are drawn where printed, else poppler would lay a cell's lines over each other."""
+    wrapped = set()
+    for (_, a), (_, b) in itertools.pairwise(spans.items()):
+        under = b.top >= a.bottom - WRAP * a.tall
+        if a.block == b.block in tables and under and min(a.x1, b.x1) > max(a.x0, b.x0):
+            wrapped.add(a.block)  # the next line under it, in the same column
+    return tables - wrapped
 
 
 def _rows(spans: dict[int, LineSpan], tables: set[int]) -> list[list[int]]:

@@ -1,5 +1,5 @@
-"""Lines the detector ran together at its scale are detected again closer up
-(``engines/line_detection.py``)."""
+"""Lines the detector ran together at its scale, or passed over, are detected again closer
+up (``engines/line_detection.py``, ``engines/missed_text.py``)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pypdfium2 as pdfium
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 import ocrflow.engines.line_detection as line_detection
 from ocrflow.engines.embedded import EmbeddedEngine
 from ocrflow.engines.line_detection import line_bands
+from ocrflow.engines.missed_text import missed_rows
 
 
 def _line(rows: int = 20) -> list[float]:
@@ -54,6 +55,63 @@ def test_fine_print_set_solid_is_read_line_by_line(
     text = engine.recognize(scan).text
     assert all(part in text for part in terms), text[-1200:]
     # What it is for: without the second look, two of the lines come out as one.
-    monkeypatch.setattr(line_detection, "closer_where_run_together", lambda *args: args[2])
+    monkeypatch.setattr(line_detection, "closer_where_unsure", lambda *args: args[2])
     unfixed = engine.recognize(scan).text
     assert not all(part in unfixed for part in terms)
+
+
+WORDS = ("contract", "party", "agreement", "liability", "warranty", "notice", "clause")
+
+
+ROWS = range(200, 2400, 80)
+
+
+def _notes_under_text(note_px: int = 22) -> tuple[np.ndarray, list[str]]:
+    """A 300-dpi letter page of 10 pt lines and, under them, six lines of 5 pt notes set
+    solid; the notes' lines."""
+    page = Image.new("RGB", (2480, 3508), "white")
+    draw = ImageDraw.Draw(page)
+    body = ImageFont.load_default(size=40)
+    for i, row in enumerate(ROWS):
+        draw.text((200, row), f"Body line {i} of the agreement between the parties", "black", body)
+    small = ImageFont.load_default(size=note_px)
+    notes = []
+    for i in range(6):
+        note = f"Note{i} " + " ".join(WORDS[(i + k) % len(WORDS)] for k in range(12))
+        draw.text((200, 3000 + i * round(note_px * 1.15)), note, "black", small)
+        notes.append(note)
+    return np.ascontiguousarray(np.asarray(page)[:, :, ::-1]), notes
+
+
+def test_text_no_box_covers_is_found_and_covered_text_is_not() -> None:
+    bgr, _ = _notes_under_text()
+    ink = bgr[:, :, 0] < 128
+    body = np.array(
+        [
+            [[190, y - 5], [2300, y - 5], [2300, y + 50], [190, y + 50]]
+            for y in range(200, 2400, 80)
+        ],
+        np.float32,
+    )
+    rows = missed_rows(ink, body)
+    assert len(rows) == 6  # the notes, line by line, and nothing else
+    assert all(2990 <= top < bottom <= 3160 for top, bottom, _ in rows)
+    notes = np.array([[[190, 2990], [2300, 2990], [2300, 3160], [190, 3160]]], np.float32)
+    assert missed_rows(ink, np.concatenate([body, notes])) == []
+    # Scanner noise alone is no text.
+    specks = np.random.default_rng(0).random(ink.shape) < 0.002
+    assert missed_rows(specks, body) == []
+
+
+def test_notes_too_small_for_the_detector_s_scale_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bgr, notes = _notes_under_text()
+    engine = EmbeddedEngine(threads=1)
+    text = engine.recognize_array(bgr[:, :, ::-1]).text
+    words = set(text.split())
+    assert all(sum(w in words for w in note.split()[1:]) >= 10 for note in notes), text[-800:]
+    # What it is for: at the scale the 10 pt text asks for, the detector sees no notes.
+    monkeypatch.setattr(line_detection, "closer_where_unsure", lambda *args: args[2])
+    unfixed = engine.recognize_array(bgr[:, :, ::-1]).text
+    assert "liability warranty notice" not in unfixed

@@ -256,10 +256,17 @@ def wrapped_cells() -> Block:
     return Block(BlockLabel.TABLE, markdown, None, 0.9, tuple(lines))
 
 
+def _spans(block: Block, number: int) -> dict[int, LineSpan]:
+    return {
+        100 * number + i: LineSpan(number, *line.bbox)  # type: ignore[misc]
+        for i, line in enumerate(block.lines)
+    }
+
+
 def test_a_table_of_one_line_cells_is_drawn_by_rows_and_one_of_wrapped_cells_is_not() -> None:
-    assert drawn_by_rows(table(3, 0.004))
-    assert not drawn_by_rows(wrapped_cells())
-    assert drawn_by_rows(Block(BlockLabel.TABLE, "<table><tr><td>a</td></tr></table>"))
+    spans = _spans(table(3, 0.004), 1) | _spans(wrapped_cells(), 2) | _spans(staggered_header(), 3)
+    assert drawn_by_rows(spans, {1, 2, 3}) == {1, 3}
+    assert drawn_by_rows(spans, {2}) == set()
 
 
 @needs_poppler
@@ -274,6 +281,6 @@ def test_pdftotext_reads_the_lines_of_wrapped_cells_whole(
             assert f"desc{r}x{k} goes on" in text
     assert text.index("desc0x2") < text.index("Label1") < text.index("desc1x2") < text.index("V2")
     # What it is for: drawn as rows, a cell's lines fall on one baseline, word over word.
-    monkeypatch.setattr(layer, "drawn_by_rows", lambda block: True)
+    monkeypatch.setattr(layer, "drawn_by_rows", lambda spans, tables: tables)
     _, unfixed = pdftotext_words([wrapped_cells()], tmp_path)
     assert "desc0x0 goes on" not in " ".join(unfixed)
