@@ -42,7 +42,7 @@ from ocrflow.engines.ruled_tables import find_ruled_tables
 from ocrflow.engines.rules import Rule
 from ocrflow.engines.skew import deskew
 from ocrflow.engines.tables import find_tables
-from ocrflow.engines.xycut import BODY, INSERT, labelled_regions
+from ocrflow.engines.xycut import BODY, INSERT, ROW, labelled_regions
 
 __all__ = ["Paragraph", "TextBlock", "TextBox", "deskew", "laid_out", "layout_text", "with_tables"]
 
@@ -223,9 +223,19 @@ def laid_out(
         after = regions[index + 1] if index + 1 < len(regions) else None
         if role == INSERT and index > 0 and regions[index - 1][0] == BODY:
             continue  # placed inside the column before it, below
+        if role == ROW and all(box.kind != "table" for box in region):
+            found.append(_row_paragraph(region))
+            continue
         quote = after[1] if role == BODY and after is not None and after[0] == INSERT else []
         found += _region_paragraphs(region, role, quote)
     return found
+
+
+def _row_paragraph(row: Sequence[TextBox]) -> Paragraph:
+    """One row of a form (``form_rows.py``), its lines left to right, as one paragraph."""
+    kept = [box for box in row if box.text.strip()]
+    detected = tuple(dict.fromkeys(d for box in kept for d in box.detected))
+    return Paragraph(" ".join(box.text.strip() for box in kept), detected)
 
 
 def paragraphs_in_order(boxes: Iterable[TextBox], *, reading_order: str = "columns") -> list[str]:

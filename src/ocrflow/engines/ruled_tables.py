@@ -8,7 +8,9 @@ row ends. Rules one under the other across about the same width make a stack; th
 between two rules of a stack that are at most ``MAX_ROW`` text heights apart form a row.
 Two such rows or more, one after the other, over columns that no line of theirs crosses
 (gaps of ``MIN_GUTTER`` text heights), are a table when two of its rows have two cells or
-more: each cell is its lines in reading order, joined. Pure functions, no I/O.
+more, and no line outside its rows stands level with one of its lines (a form's fields,
+ruled under their captions, whose rows go on past the rules): each cell is its lines in
+reading order, joined. Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -44,9 +46,9 @@ def find_ruled_tables(boxes: Sequence[Box], rules: Sequence[Rule]) -> list[Table
             if row and tall <= MAX_ROW * height:
                 rows.append(row)
                 continue
-            tables += _table(rows, height, taken)
+            tables += _table(rows, boxes, height, taken)
             rows = []
-        tables += _table(rows, height, taken)
+        tables += _table(rows, boxes, height, taken)
     return sorted(tables, key=lambda table: min(box.y0 for box in table.boxes))
 
 
@@ -79,10 +81,14 @@ def _between(box: Box, upper: Rule, lower: Rule, height: float) -> bool:
     return left <= x <= right and upper.y_at(x) < y < lower.y_at(x)
 
 
-def _table(rows: list[list[Box]], height: float, taken: set[int]) -> list[Table]:
-    """``rows`` as a table, when they make one (the module docstring); ``taken`` is given
-    their boxes."""
-    if len(rows) < 2:
+def _table(
+    rows: list[list[Box]], boxes: Sequence[Box], height: float, taken: set[int]
+) -> list[Table]:
+    """``rows`` as a table, when they make one (the module docstring) and no other of the
+    page's ``boxes`` stands level with one of their lines (a form's fields ruled under
+    their captions, beside labels that are not: the rows go on outside the rules);
+    ``taken`` is given their boxes."""
+    if len(rows) < 2 or _rows_go_on(rows, boxes):
         return []
     columns = _columns([box for row in rows for box in row], MIN_GUTTER * height)
     if len(columns) < 2:
@@ -94,6 +100,19 @@ def _table(rows: list[list[Box]], height: float, taken: set[int]) -> list[Table]
     taken.update(id(box) for box in ordered)
     texts = tuple(tuple(" ".join(b.text.strip() for b in cell) for cell in row) for row in cells)
     return [Table(tuple(ordered), texts)]
+
+
+def _rows_go_on(rows: list[list[Box]], boxes: Sequence[Box]) -> bool:
+    """Whether a box not in ``rows`` stands level with one of their boxes."""
+    inside = {id(box) for row in rows for box in row}
+    top, bottom = min(b.y0 for row in rows for b in row), max(b.y1 for row in rows for b in row)
+    others = [b for b in boxes if id(b) not in inside and b.y1 > top and b.y0 < bottom]
+    return any(_level(a, b) for row in rows for a in row for b in others)
+
+
+def _level(a: Box, b: Box) -> bool:
+    overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return overlap >= 0.5 * min(a.y1 - a.y0, b.y1 - b.y0)
 
 
 def _columns(boxes: Sequence[Box], gutter: float) -> list[tuple[float, float]]:

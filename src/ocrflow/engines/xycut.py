@@ -38,6 +38,7 @@ from statistics import median
 from typing import Protocol, TypeVar
 
 from ocrflow.engines.boxes import starts_mid_sentence
+from ocrflow.engines.form_rows import Row, reads_across, rows_across
 
 
 class Box(Protocol):
@@ -100,8 +101,9 @@ _FOLIO = re.compile(
 
 #: The role of a region: the running header, the body, or the running footer.
 HEADER, BODY, FOOTER = "header", "body", "footer"
-#: ... or a pull quote across the columns, after the first one (``inserts.INSERT``).
-INSERT = "insert"
+#: ... or a pull quote across the columns, after the first one (``inserts.INSERT``), or one
+#: row of a form read across (``form_rows.py``).
+INSERT, ROW = "insert", "row"
 
 
 def reading_regions(boxes: Sequence[B], options: CutOptions | None = None) -> list[list[B]]:
@@ -119,7 +121,7 @@ def labelled_regions(
     height = median(b.text_height for b in boxes)
     header, body, footer = _furniture(list(boxes), height, options)
     cut = _cut(body, height, options) if body else []
-    regions = [(INSERT if isinstance(r, Insert) else BODY, list(r)) for r in cut]
+    regions = [(_role(region), list(region)) for region in cut]
     head = [(HEADER, header)] if header else []
     return head + regions + ([(FOOTER, footer)] if footer else [])
 
@@ -175,6 +177,10 @@ def _has_folio(band: list[B]) -> bool:
     return len(band) <= 3 and any(_FOLIO.fullmatch(t.strip()) for t in texts if t.strip())
 
 
+def _role(region: list[B]) -> str:
+    return INSERT if isinstance(region, Insert) else ROW if isinstance(region, Row) else BODY
+
+
 def _cut(boxes: list[B], height: float, options: CutOptions) -> list[list[B]]:
     if len(boxes) < 2:
         return [boxes]
@@ -192,6 +198,9 @@ def _cut(boxes: list[B], height: float, options: CutOptions) -> list[list[B]]:
                 i = end + 1
         return _join_plain(parts)
     columns = _columns(boxes, options.gutter * height)
+    if len(columns) > 1 and reads_across(columns, height):
+        rows: list[list[B]] = [*rows_across(boxes)]
+        return rows  # a form: read by rows (``form_rows.py``)
     if len(columns) > 1:
         return [region for column in columns for region in _cut(column, height, options)]
     return [sorted(boxes, key=lambda b: (b.y0, b.x0))]

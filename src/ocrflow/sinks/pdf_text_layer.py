@@ -32,7 +32,12 @@ from ocrflow.document.model import Page
 from ocrflow.document.words import block_lines, line_words, plain_lines
 from ocrflow.sinks.pdf_glyphless_font import ADVANCE, ASCENT, DESCENT, GlyphlessFont
 from ocrflow.sinks.pdf_text_gutters import kept_apart
-from ocrflow.sinks.pdf_text_order import drawn_by_rows, out_of_gutters, table_rows
+from ocrflow.sinks.pdf_text_order import (
+    drawn_by_rows,
+    out_of_gutters,
+    side_by_side,
+    table_rows,
+)
 from ocrflow.sinks.pdf_text_sizes import line_sizes, line_spans
 from ocrflow.types import BBox, BlockLabel, Line, Route, Word, unturn_box
 
@@ -186,7 +191,7 @@ def text_layer(page: Page, frame: PageFrame, font: str, encode: Callable[[str], 
         line: dataclasses.replace(lines[line], x0=x0, x1=x1) for line, (x0, x1) in narrowed.items()
     }
     tables = {i for i, block in enumerate(page.blocks) if block.label is BlockLabel.TABLE}
-    tables = drawn_by_rows(drawn, tables)
+    tables = drawn_by_rows(drawn, tables) | side_by_side(drawn)
     middles, rows, sizes = table_rows(drawn, tables, sizes, (width, height))
     across = out_of_gutters(drawn, sizes, (width, height), ASCENT + DESCENT) | narrowed | rows
 

@@ -26,6 +26,8 @@ import numpy as np
 from ocrflow.sinks.pdf_text_gutters import MOST_BLOCKS
 from ocrflow.sinks.pdf_text_sizes import LineSpan, lines_by_block
 
+#: Lines are level when they overlap by this share of the lower one's height.
+LEVEL = 0.5
 #: A table's line is under the one before it when it starts at most this share of that
 #: one's height above its bottom (lines of one row overlap more).
 WRAP = 0.25
@@ -139,6 +141,22 @@ def drawn_by_rows(spans: dict[int, LineSpan], tables: set[int]) -> set[int]:
         if a.block == b.block in tables and under and min(a.x1, b.x1) > max(a.x0, b.x0):
             wrapped.add(a.block)  # the next line under it, in the same column
     return tables - wrapped
+
+
+def side_by_side(spans: dict[int, LineSpan]) -> set[int]:
+    """Blocks of two lines or more, each right of the one before and level with it: a row
+    of a form read across (``engines/form_rows.py``), drawn as a table's row is, else
+    poppler reads the form's label column before its fields."""
+    rows = set()
+    for lines in lines_by_block(spans):
+        row = [spans[line] for line in lines]
+        if len(row) >= 2 and all(
+            b.x0 > a.x0
+            and min(a.bottom, b.bottom) - max(a.top, b.top) >= LEVEL * min(a.tall, b.tall)
+            for a, b in itertools.pairwise(row)
+        ):
+            rows.add(row[0].block)
+    return rows
 
 
 def _rows(spans: dict[int, LineSpan], tables: set[int]) -> list[list[int]]:

@@ -19,6 +19,7 @@ from ocrflow.sinks.pdf_text_order import (
     ROW_STEP,
     drawn_by_rows,
     out_of_gutters,
+    side_by_side,
     table_rows,
 )
 from ocrflow.sinks.pdf_text_sizes import LineSpan
@@ -284,3 +285,36 @@ def test_pdftotext_reads_the_lines_of_wrapped_cells_whole(
     monkeypatch.setattr(layer, "drawn_by_rows", lambda spans, tables: tables)
     _, unfixed = pdftotext_words([wrapped_cells()], tmp_path)
     assert "desc0x0 goes on" not in " ".join(unfixed)
+
+
+def form_rows() -> list[Block]:
+    """Eight rows of a form read across (``engines/form_rows.py``): a block a row of a line
+    number, a caption and a field's label, far apart; the rows 1.4 sizes apart, close enough
+    for poppler to make a block of each column."""
+    blocks = []
+    for r in range(8):
+        top, lines = 0.2 + 0.02 * r, []
+        for text, x in ((f"L{r}", 0.08), (f"caption{r}", 0.15), (f"field{r}", 0.6)):
+            box = (x, top, x + 0.08, top + 0.014)
+            lines.append(Line(text, box, 0.9, (Word(text, box, 0.9),)))
+        blocks.append(
+            Block(BlockLabel.TEXT, " ".join(ln.text for ln in lines), None, 0.9, tuple(lines))
+        )
+    return blocks
+
+
+def test_blocks_of_lines_side_by_side_are_rows() -> None:
+    spans: dict[int, LineSpan] = {}
+    for number, block in enumerate([*form_rows(), wrapped_cells()]):
+        spans |= _spans(block, number)
+    assert side_by_side(spans) == set(range(8))
+
+
+@needs_poppler
+def test_pdftotext_reads_a_form_row_by_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    written, read = pdftotext_words(form_rows(), tmp_path)
+    assert read == written
+    # What it is for: drawn where printed, poppler reads the captions' column first.
+    monkeypatch.setattr(layer, "side_by_side", lambda spans: set())
+    _, unfixed = pdftotext_words(form_rows(), tmp_path)
+    assert unfixed.index("caption7") < unfixed.index("field0")
