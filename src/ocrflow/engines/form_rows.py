@@ -41,6 +41,8 @@ SHORT = 10.0
 ALIGNED = 0.6
 #: Lines are level when they overlap by this share of the lower one's height.
 LEVEL = 0.5
+#: Lines of like height: the taller at most this many times the other's height.
+ALIKE = 1.5
 #: A form has at least this many lines.
 MIN_LINES = 8
 
@@ -65,11 +67,17 @@ def rows_across(boxes: Sequence[B]) -> list[Row]:
     """``boxes`` in rows of lines level with each other, top to bottom, each left to right."""
     rows: list[list[B]] = []
     for box in sorted(boxes, key=lambda b: (b.y0 + b.y1) / 2):
-        if rows and any(_level(box, other) for other in rows[-1]):
+        # Level with a line of the row of like height: a tall box (a caption set on its
+        # side across three rows) would chain the rows it spans.
+        if rows and any(_level(box, other) and _alike(box, other) for other in rows[-1]):
             rows[-1].append(box)
         else:
             rows.append([box])
     return [Row(sorted(row, key=lambda b: b.x0)) for row in rows]
+
+
+def _alike(a: Box, b: Box) -> bool:
+    return max(a.y1 - a.y0, b.y1 - b.y0) <= ALIKE * min(a.y1 - a.y0, b.y1 - b.y0)
 
 
 def _level(a: Box, b: Box) -> bool:

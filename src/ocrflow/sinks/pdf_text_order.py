@@ -144,19 +144,22 @@ def drawn_by_rows(spans: dict[int, LineSpan], tables: set[int]) -> set[int]:
 
 
 def side_by_side(spans: dict[int, LineSpan]) -> set[int]:
-    """Blocks of two lines or more, each right of the one before and level with it: a row
-    of a form read across (``engines/form_rows.py``), drawn as a table's row is, else
-    poppler reads the form's label column before its fields."""
+    """Blocks of two lines or more, each right of the one before and level with one of
+    them: a row of a form read across (``engines/form_rows.py``), drawn as a table's row
+    is, else poppler reads the form's label column before its fields."""
     rows = set()
     for lines in lines_by_block(spans):
         row = [spans[line] for line in lines]
         if len(row) >= 2 and all(
-            b.x0 > a.x0
-            and min(a.bottom, b.bottom) - max(a.top, b.top) >= LEVEL * min(a.tall, b.tall)
-            for a, b in itertools.pairwise(row)
+            b.x0 > a.x0 and any(_level(b, before) for before in row[:i])
+            for i, (a, b) in enumerate(itertools.pairwise(row), start=1)
         ):
             rows.add(row[0].block)
     return rows
+
+
+def _level(a: LineSpan, b: LineSpan) -> bool:
+    return min(a.bottom, b.bottom) - max(a.top, b.top) >= LEVEL * min(a.tall, b.tall)
 
 
 def _rows(spans: dict[int, LineSpan], tables: set[int]) -> list[list[int]]:
