@@ -45,9 +45,9 @@ from statistics import median
 
 import numpy as np
 
+from ocrflow.engines.bands import free_spans
 from ocrflow.engines.geometry import Quads
 from ocrflow.engines.ink import inked_columns
-from ocrflow.engines.xycut import free_spans
 
 #: Thresholds in median line heights (module docstring).
 MIN_GUTTER = 0.25

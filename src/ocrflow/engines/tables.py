@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Protocol
 
-from ocrflow.engines import xycut
+from ocrflow.engines import bands
 
 
-class Box(xycut.Box, Protocol):
+class Box(bands.Box, Protocol):
     """What the table finder needs of a line box: the cut's box and its text
     (``layout.TextBox`` has it)."""
 

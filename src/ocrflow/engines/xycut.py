@@ -32,33 +32,23 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
-from typing import Protocol, TypeVar
 
+from ocrflow.engines.bands import (
+    B,
+    bottom_edge,
+    free_strips,
+    horizontal_bands,
+    left_edge,
+    right_edge,
+    split_columns,
+    top_edge,
+)
 from ocrflow.engines.boxes import starts_mid_sentence
 from ocrflow.engines.form_rows import Row, reads_across, rows_across
-
-
-class Box(Protocol):
-    """What the cut needs of a box (``layout.TextBox`` has it). Read-only: a frozen
-    dataclass is one."""
-
-    @property
-    def x0(self) -> float: ...
-    @property
-    def y0(self) -> float: ...
-    @property
-    def x1(self) -> float: ...
-    @property
-    def y1(self) -> float: ...
-
-    @property
-    def text_height(self) -> float: ...
-
-
-B = TypeVar("B", bound=Box)
+from ocrflow.engines.section_edges import heads_next
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,18 +120,18 @@ def _furniture(
     boxes: list[B], height: float, options: CutOptions
 ) -> tuple[list[B], list[B], list[B]]:
     """Header band, body, footer band (either band may be empty)."""
-    bands = _bands(boxes)
+    bands = horizontal_bands(boxes)
     if len(bands) < 2:
         return [], boxes, []
     top, bottom = min(b.y0 for b in boxes), max(b.y1 for b in boxes)
     zone = options.furniture_zone * (bottom - top)
     header = _is_furniture(bands[0], bands[1], bands[1:], height, options) and (
-        _y1(bands[0]) - top <= zone
+        bottom_edge(bands[0]) - top <= zone
     )
     footer = (
         len(bands) - header >= 2
         and _is_furniture(bands[-1], bands[-2], bands[int(header) : -1], height, options)
-        and bottom - _y0(bands[-1]) <= zone
+        and bottom - top_edge(bands[-1]) <= zone
     )
     body = [b for band in bands[int(header) : len(bands) - int(footer)] for b in band]
     return (bands[0] if header else []), body, (bands[-1] if footer else [])
@@ -155,8 +145,8 @@ def _is_furniture(
     gap, or by next to none when it holds a page number. Without a page number, a head
     also needs a page of text under (over) it (``furniture_body`` lines): on a poster or a
     cover the band at the top is the title."""
-    tall = _y1(band) - _y0(band)
-    gap = max(_y0(band) - _y1(neighbour), _y0(neighbour) - _y1(band))
+    tall = bottom_edge(band) - top_edge(band)
+    gap = max(top_edge(band) - bottom_edge(neighbour), top_edge(neighbour) - bottom_edge(band))
     if tall > options.furniture_height * height or _words(band) > options.furniture_words:
         return False
     folio = _has_folio(band)
@@ -184,7 +174,7 @@ def _role(region: list[B]) -> str:
 def _cut(boxes: list[B], height: float, options: CutOptions) -> list[list[B]]:
     if len(boxes) < 2:
         return [boxes]
-    sections = _sections(_bands(boxes), height, options)
+    sections = _sections(horizontal_bands(boxes), height, options)
     if len(sections) > 1:
         parts, i = [], 0
         while i < len(sections):
@@ -197,7 +187,7 @@ def _cut(boxes: list[B], height: float, options: CutOptions) -> list[list[B]]:
                 parts.append(_around(sections[i] + sections[end], insert, height, options))
                 i = end + 1
         return _join_plain(parts)
-    columns = _columns(boxes, options.gutter * height)
+    columns = split_columns(boxes, options.gutter * height)
     if len(columns) > 1 and reads_across(columns, height):
         rows: list[list[B]] = [*rows_across(boxes)]
         return rows  # a form: read by rows (``form_rows.py``)
@@ -227,22 +217,26 @@ def _spans_columns(
     go on under it: the same columns either side, every column of ``above`` ending in a
     full line (its paragraph goes on), and the band set in, in other type or narrower."""
     gutter = options.gutter * height
-    if _y1(insert) - _y0(insert) > options.insert_height * height:
+    if bottom_edge(insert) - top_edge(insert) > options.insert_height * height:
         return False
-    columns = _columns(above + below, gutter)
-    top = _columns(above, gutter)
-    if len(columns) < 2 or len(top) != len(columns) or len(_columns(below, gutter)) != len(columns):
+    columns = split_columns(above + below, gutter)
+    top = split_columns(above, gutter)
+    if (
+        len(columns) < 2
+        or len(top) != len(columns)
+        or len(split_columns(below, gutter)) != len(columns)
+    ):
         return False
     if not all(_ends_full(column, height) for column in top):
         return False
     size = median(b.text_height for b in insert)
     other = not (height / options.insert_size < size < height * options.insert_size)
     left, right = min(b.x0 for b in above + below), max(b.x1 for b in above + below)
-    narrower = _x1(insert) - _x0(insert) < 0.85 * (right - left)
+    narrower = right_edge(insert) - left_edge(insert) < 0.85 * (right - left)
     # A heading across the columns starts at their left edge; a pull quote is set in, or
     # else the columns under it go on mid-sentence (a heading starts something new).
-    inset = _x0(insert) - left > height
-    resumed = all(_resumes_sentence(column) for column in _columns(below, gutter))
+    inset = left_edge(insert) - left > height
+    resumed = all(_resumes_sentence(column) for column in split_columns(below, gutter))
     return (inset or resumed) and (other or narrower)
 
 
@@ -263,7 +257,8 @@ def _around(
 ) -> list[list[B]]:
     """The columns read down past the insert, the insert after the first column."""
     first, *rest = (
-        _cut(column, height, options) for column in _columns(columns_boxes, options.gutter * height)
+        _cut(column, height, options)
+        for column in split_columns(columns_boxes, options.gutter * height)
     )
     aside = Insert(sorted(insert, key=lambda b: (b.y0, b.x0)))
     return [*first, aside, *(region for column in rest for region in column)]
@@ -283,18 +278,6 @@ def _join_plain(parts: list[list[list[B]]]) -> list[list[B]]:
     return regions
 
 
-def _bands(boxes: list[B]) -> list[list[B]]:
-    """Boxes in horizontal bands: a band ends where no box crosses the gap below it."""
-    bands: list[list[B]] = []
-    bottom = -float("inf")
-    for box in sorted(boxes, key=lambda b: b.y0):
-        if box.y0 >= bottom:
-            bands.append([])
-        bands[-1].append(box)
-        bottom = max(bottom, box.y1) if box.y0 < bottom else box.y1
-    return bands
-
-
 def _sections(bands: list[list[B]], height: float, options: CutOptions) -> list[list[B]]:
     """Neighbouring bands that share a gutter, joined (module docstring, step 2)."""
     left = min(b.x0 for band in bands for b in band)
@@ -302,33 +285,15 @@ def _sections(bands: list[list[B]], height: float, options: CutOptions) -> list[
     width = options.gutter * height
     sections = [list(bands[0])]
     for last, band in itertools.pairwise(bands):
-        close = _y0(band) - _y1(last) < options.max_join * height
+        close = top_edge(band) - bottom_edge(last) < options.max_join * height
         if close and _share_gutter(last, band, sections[-1], (left, right, width)):
             sections[-1].extend(band)
             continue
-        if _heads_next(sections[-1], last, band, height, width):
+        if heads_next(sections[-1], last, band, height, width):
             del sections[-1][-len(last) :]
             sections.append(list(last))
         sections.append(list(band))
     return sections
-
-
-def _heads_next(
-    section: list[B], tail: list[B], following: list[B], height: float, width: float
-) -> bool:
-    """Whether ``tail``, the last band of a multi-column ``section`` (its boxes the last of
-    the list), is a heading of the section after it rather than the end of a column: one
-    short line under every column, which all end level just above it, closer to what
-    follows than to them. Column-major reading would put such a heading between the first
-    column and the second."""
-    if len(tail) == len(section) or _y1(tail) - _y0(tail) > 1.6 * height:  # one line
-        return False
-    columns = _columns(section[: -len(tail)], width)
-    if len(columns) < 2 or _x1(tail) - _x0(tail) > 0.8 * (_x1(columns[0]) - _x0(columns[0])):
-        return False
-    ends = [_y1(column) for column in columns]
-    above, below = _y0(tail) - max(ends), _y0(following) - _y1(tail)
-    return max(ends) - min(ends) <= height and 0.5 * height <= above and below < above
 
 
 def _share_gutter(
@@ -341,56 +306,8 @@ def _share_gutter(
     both = section + band
     inner_left = min(x.x1 for x in both)
     inner_right = max(x.x0 for x in both)
-    for a0, a1 in _free(last, left, right, width):
-        for b0, b1 in _free(band, left, right, width):
+    for a0, a1 in free_strips(last, left, right, width):
+        for b0, b1 in free_strips(band, left, right, width):
             if max(a0, b0, inner_left) + width <= min(a1, b1, inner_right):
                 return True
     return False
-
-
-def _free(band: list[B], left: float, right: float, width: float) -> list[tuple[float, float]]:
-    """Empty x-intervals of ``band`` between ``left`` and ``right``, at least ``width``."""
-    return free_spans(((box.x0, box.x1) for box in band), left, right, width)
-
-
-def free_spans(
-    spans: Iterable[tuple[float, float]], left: float, right: float, width: float
-) -> list[tuple[float, float]]:
-    """The x-intervals between ``left`` and ``right``, at least ``width`` wide, that no
-    (start, end) of ``spans`` covers, left to right."""
-    gaps, reach = [], left
-    for start, end in sorted(spans):
-        if min(start, right) - reach >= width:
-            gaps.append((reach, min(start, right)))
-        reach = max(reach, end)
-    if right - reach >= width:
-        gaps.append((reach, right))
-    return gaps
-
-
-def _columns(boxes: list[B], gutter: float) -> list[list[B]]:
-    """Boxes split at every vertical gap at least ``gutter`` wide, left to right."""
-    columns: list[list[B]] = []
-    reach = -float("inf")
-    for box in sorted(boxes, key=lambda b: b.x0):
-        if box.x0 - reach >= gutter:
-            columns.append([])
-        columns[-1].append(box)
-        reach = max(reach, box.x1)
-    return columns
-
-
-def _x0(band: list[B]) -> float:
-    return min(b.x0 for b in band)
-
-
-def _x1(band: list[B]) -> float:
-    return max(b.x1 for b in band)
-
-
-def _y0(band: list[B]) -> float:
-    return min(b.y0 for b in band)
-
-
-def _y1(band: list[B]) -> float:
-    return max(b.y1 for b in band)

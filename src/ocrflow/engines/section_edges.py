@@ -1,0 +1,34 @@
+"""The lines at a multi-column section's edges: whether the last one heads what follows,
+and whether a first one stands over the columns apart from them (``xycut.py``, step 2).
+Pure functions, no I/O."""
+
+from __future__ import annotations
+
+from ocrflow.engines.bands import (
+    B,
+    bottom_edge,
+    left_edge,
+    right_edge,
+    split_columns,
+    top_edge,
+)
+
+
+def heads_next(
+    section: list[B], tail: list[B], following: list[B], height: float, width: float
+) -> bool:
+    """Whether ``tail``, the last band of a multi-column ``section`` (its boxes the last of
+    the list), is a heading of the section after it rather than the end of a column: one
+    short line under every column, which all end level just above it, closer to what
+    follows than to them. Column-major reading would put such a heading between the first
+    column and the second."""
+    if len(tail) == len(section) or bottom_edge(tail) - top_edge(tail) > 1.6 * height:  # one line
+        return False
+    columns = split_columns(section[: -len(tail)], width)
+    if len(columns) < 2 or right_edge(tail) - left_edge(tail) > 0.8 * (
+        right_edge(columns[0]) - left_edge(columns[0])
+    ):
+        return False
+    ends = [bottom_edge(column) for column in columns]
+    above, below = top_edge(tail) - max(ends), top_edge(following) - bottom_edge(tail)
+    return max(ends) - min(ends) <= height and 0.5 * height <= above and below < above
