@@ -1,5 +1,5 @@
 """The lines at a multi-column section's edges: whether the last one heads what follows,
-and whether a first one stands over the columns apart from them (``xycut.py``, step 2).
+and whether a line above stands over the columns apart from them (``xycut.py``, step 2).
 Pure functions, no I/O."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 from ocrflow.engines.bands import (
     B,
     bottom_edge,
+    free_strips,
     left_edge,
     right_edge,
     split_columns,
@@ -32,3 +33,16 @@ def heads_next(
     ends = [bottom_edge(column) for column in columns]
     above, below = top_edge(tail) - max(ends), top_edge(following) - bottom_edge(tail)
     return max(ends) - min(ends) <= height and 0.5 * height <= above and below < above
+
+
+def stands_over(line: list[B], band: list[B], height: float, width: float) -> bool:
+    """Whether ``line``, one band of one line standing alone above ``band``, stands over
+    the columns that ``band`` begins rather than in one of them: it runs into a gap
+    ``width`` wide between ``band``'s lines (a date centred over the page, above a short
+    "Abstract" and the right column's first line: the gap between those two is wide, and
+    the date, in part of it, shared a gutter with them and was read after "Abstract")."""
+    if len(line) != 1 or bottom_edge(line) - top_edge(line) > 1.6 * height:
+        return False
+    (box,) = line
+    inner = free_strips(band, left_edge(band), right_edge(band), width)
+    return any(box.x0 < end and box.x1 > start for start, end in inner)

@@ -48,7 +48,7 @@ from ocrflow.engines.bands import (
 )
 from ocrflow.engines.boxes import starts_mid_sentence
 from ocrflow.engines.form_rows import Row, reads_across, rows_across
-from ocrflow.engines.section_edges import heads_next
+from ocrflow.engines.section_edges import heads_next, stands_over
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +286,8 @@ def _sections(bands: list[list[B]], height: float, options: CutOptions) -> list[
     sections = [list(bands[0])]
     for last, band in itertools.pairwise(bands):
         close = top_edge(band) - bottom_edge(last) < options.max_join * height
-        if close and _share_gutter(last, band, sections[-1], (left, right, width)):
+        alone = len(sections[-1]) == len(last) and stands_over(last, band, height, width)
+        if close and not alone and _share_gutter(last, band, sections[-1], (left, right, width)):
             sections[-1].extend(band)
             continue
         if heads_next(sections[-1], last, band, height, width):

@@ -222,3 +222,17 @@ def test_the_sample_invoice_reads_as_a_markdown_table(engine: EmbeddedEngine) ->
     assert "| Archival boxes, acid free | 40 | 160.00 |" in text
     assert "| Scanning service, per page | 2500 | 375.00 |" in text
     assert text.index("Bill to:") < text.index("| Item |") < text.index("Total due")
+
+
+def test_a_date_centred_over_two_columns_is_read_before_them() -> None:
+    # A paper's title and date centred over the page, then a short "Abstract" heading
+    # beside the right column's first line: the gap between those two is wide, and the
+    # date, standing in part of it, was taken into the columns' section and read after
+    # the heading (the title too: "Abstract" came first of all).
+    boxes = [line(400, 50, 800, "Title of the paper"), line(540, 90, 660, "January 3, 2024")]
+    boxes.append(line(100, 140, 190, "Abstract"))
+    boxes += [line(620, 140 + 26 * i, 1100, f"right{i} lorem ipsum dolor sit") for i in range(12)]
+    boxes += [line(100, 172 + 26 * i, 580, f"left{i} lorem ipsum dolor sit") for i in range(11)]
+    paragraphs = paragraphs_in_order(boxes)
+    assert paragraphs[:3] == ["Title of the paper", "January 3, 2024", "Abstract"]
+    assert paragraphs[3].startswith("left0") and paragraphs[4].startswith("right0")
