@@ -5,9 +5,10 @@ prose are read one after the other; but a form's labels, its fields' captions an
 line numbers stand in "columns" of short lines that belong together row by row: "nom:"
 beside "prénom", line 12 beside "FO" beside "téléphone:". Read down each column, a form
 loses the pairing (a tax form's order-sensitive CER 0.29 against 0.15 read by rows). A
-section is a form when its lines are short (median under ``SHORT`` text heights: prose
-lines run 20 and more, a newspaper's narrow columns 15) and most lines beside the first
-column (``ALIGNED``) stand level with a line of the column left of them. It is then read
+section is a form when its lines are short (median under ``SHORT`` text heights and
+``MAX_WORDS`` words: prose lines run 20 heights and more, a newspaper's narrow columns 15
+and five words or more) and most lines beside the first column (``ALIGNED``) stand level
+with a line of the column left of them. It is then read
 row by row: each row of lines level with each other, left to right, is a region of its
 own (a ``Row``: the layout makes it one paragraph). Pure functions, no I/O.
 """
@@ -37,6 +38,8 @@ B = TypeVar("B", bound=Box)
 
 #: A form's lines are at most this many text heights long, at the median ...
 SHORT = 10.0
+#: ... of at most this many words (boxes that carry no text pass) ...
+MAX_WORDS = 4
 #: ... and this share of the lines beside the first column stand level with one left.
 ALIGNED = 0.6
 #: Lines are level when they overlap by this share of the lower one's height.
@@ -54,6 +57,8 @@ def reads_across(columns: Sequence[Sequence[B]], height: float) -> bool:
         return False
     if median(box.x1 - box.x0 for box in lines) >= SHORT * height:
         return False
+    if median(len(getattr(box, "text", "").split()) for box in lines) > MAX_WORDS:
+        return False  # narrow columns of prose, set on one baseline grid
     beside = [(box, left) for left, column in itertools.pairwise(columns) for box in column]
     level = sum(1 for box, left in beside if any(_level(box, other) for other in left))
     return level >= ALIGNED * len(beside)

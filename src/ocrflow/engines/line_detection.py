@@ -45,8 +45,8 @@ def detect_lines(models: PpocrModels, bgr: np.ndarray, max_side: int, text_px: f
     """Line quads of ``bgr`` in its own pixels. A strip far wider than tall (one text line)
     is padded first, because the detector misses text that fills the whole height of its
     input; a page is detected at the size that makes its text ``text_px`` high, at most
-    ``max_side`` (``detsize.py``), and its lines run together are detected again closer
-    up (the module docstring)."""
+    ``max_side`` (``detsize.py``), and its lines run together or passed over are detected
+    again closer up (the module docstring)."""
     height, width = bgr.shape[:2]
     pad = max(0, (max(width // 8, 32) - height) // 2)
     if pad:
@@ -126,10 +126,11 @@ def _run_together_rows(ink: np.ndarray, quads: Quads) -> list[tuple[int, int, in
 
 
 def _merged(ranges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Row ranges (top, bottom, margin) that touch made one."""
+    """Row ranges (top, bottom, margin) whose crops (the range and its margin) meet made
+    one: however many ranges a page has, the detector looks at its rows once at most."""
     merged: list[tuple[int, int, int]] = []
     for top, bottom, margin in sorted(ranges):
-        if merged and top <= merged[-1][1]:
+        if merged and top - margin <= merged[-1][1] + merged[-1][2]:
             last = merged[-1]
             merged[-1] = (last[0], max(last[1], bottom), max(last[2], margin))
         else:

@@ -60,6 +60,7 @@ def missed_rows(ink: np.ndarray, quads: Quads) -> list[tuple[int, int, int]]:
     lines, line_labels, line_stats, _ = cv2.connectedComponentsWithStats(smeared, connectivity=8)
     # A blob's middle lies in the smear it made (the smear fills a letter's counter).
     middles = np.round(centres[like]).astype(int)
+    middles = np.clip(middles, 0, [small.shape[1] - 1, small.shape[0] - 1])
     members = np.bincount(line_labels[middles[:, 1], middles[:, 0]], minlength=lines)
     rows: list[tuple[int, int, int]] = []
     for label in range(1, lines):

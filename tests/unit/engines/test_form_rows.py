@@ -74,3 +74,12 @@ def test_a_tax_form_s_numbered_lines_are_read_with_their_captions(
     unfixed = engine.recognize(scan).text
     assert not re.search(r"(?m)^12 FO", unfixed)
     assert re.search(r"(?m)^12\n+13\n+14$", unfixed), unfixed
+
+
+def test_narrow_columns_of_prose_are_not_a_form() -> None:
+    # A newspaper's narrow columns on one baseline grid: short lines, but of many words.
+    words = "the council met on tuesday to vote"
+    prose = [line(40 + 200 * c, 100 + 26 * r, 180, words) for c in range(3) for r in range(12)]
+    assert not reads_across([prose[12 * c : 12 * c + 12] for c in range(3)], HEIGHT)
+    terse = [line(b.x0, b.y0, b.x1 - b.x0, "Total:") for b in prose]
+    assert reads_across([terse[12 * c : 12 * c + 12] for c in range(3)], HEIGHT)
