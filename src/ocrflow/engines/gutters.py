@@ -12,7 +12,8 @@ against 0.000 once the lines are cut).
 A line is cut only where three things agree, in median line heights ``h``:
 
 - **Its neighbours leave a gutter.** The lines whose middles lie within ``REACH`` h above
-  or below it, and overlap it across, leave an empty strip at least ``MIN_GUTTER`` h wide
+  or below it, overlap it across and are ``MIN_NEIGHBOUR`` h long at least (a page number
+  under the gutter stands in it), leave an empty strip at least ``MIN_GUTTER`` h wide
   inside it, at least ``END_ROOM`` h from its ends, with at least ``MIN_SIDE`` of them on
   each side of the strip. Neighbours nearly as long as the line (``ALONG``) are left out:
   two merged lines, one over the other, would each hide the other's gutter; where three
@@ -57,8 +58,11 @@ END_ROOM = 2.0
 MIN_LINE = 6.0
 MAX_HEIGHT = 1.6
 MIN_SIDE = 2
-#: Passes at most: lines cut in one pass show the gutter to the lines they hid it from.
-PASSES = 3
+#: Neighbours shorter than this (a page number under the gutter) are left out.
+MIN_NEIGHBOUR = 2.0
+#: Passes at most: lines cut in one pass show the gutter to the lines they hid it from
+#: (a scanned paper whose columns' last 14 lines were all joined took 4).
+PASSES = 10
 #: Lines on one row: middles at most ``ROW`` lines apart; a line runs into the next by at
 #: most ``MAX_OVERRUN`` lines.
 ROW, MAX_OVERRUN = 0.5, 3.0
@@ -155,6 +159,8 @@ def _gutter_cut(
     # Lines about as long as this one are no column's: two such lines, one over the other,
     # would each hide the other's gutter. Their ink speaks for them (``_ink_gap``).
     near &= widths < ALONG * widths[i]
+    # A page number centred under the gutter would stand in it: only words count.
+    near &= widths >= MIN_NEIGHBOUR * line
     near[i] = False
     if near.sum() < 2 * MIN_SIDE:
         return None

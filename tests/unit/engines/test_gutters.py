@@ -107,6 +107,22 @@ def test_three_joined_lines_at_the_top_of_the_columns_are_all_cut() -> None:
     assert len(cut) == len(joined) + 3
 
 
+def test_the_columns_last_lines_joined_over_a_page_number_in_the_gutter_are_all_cut() -> None:
+    """A scanned paper: the columns' last six lines all joined, a page number centred under
+    the gutter. The number, a neighbour of the lowest joined lines, stood in the gutter:
+    their neighbours left no strip free, and they stayed whole."""
+    rows = two_columns(12)
+    folio_top = 50 + STEP * 12
+    folio = np.array([quad(GUTTER_AT + 5, folio_top, GUTTER_AT + GUTTER - 5, folio_top + LINE)])
+    joined = np.concatenate(
+        [quads_of(rows, 2)[:12], *(across(row) for row in range(6, 12)), folio]
+    ).astype(np.float32)
+    page = inked(rows, per_row=2)
+    page[folio_top + 8 : folio_top + LINE - 8, GUTTER_AT + 15 : GUTTER_AT + GUTTER - 15] = 0
+    cut = split_at_gutters(joined, page)
+    assert len(cut) == len(joined) + 6
+
+
 def overrun_row(left_end: float, right_start: float) -> np.ndarray:
     """Six rows of two columns whose first row's boxes end and start where asked (the left
     box running on into the right column, or the right one starting in the left's ink)."""
