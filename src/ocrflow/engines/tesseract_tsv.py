@@ -65,10 +65,39 @@ def parse_tsv(tsv: str) -> TsvPage:
             if text:
                 size = (max(width, 1), max(height, 1))
                 paragraphs[-1].lines[-1][1].append(_word(text, box, float(cells[10]), size))
-    blocks = tuple(b for b in (_block(p, width, height) for p in paragraphs) if b is not None)
+    blocks = in_page_order([b for b in (_block(p, width, height) for p in paragraphs) if b])
     lines = [words for p in paragraphs for _, words in p.lines]
     skew = line_skew(lines, max(width, 1), max(height, 1))
     return TsvPage("\n\n".join(block.text for block in blocks), blocks, skew)
+
+
+def in_page_order(blocks: list[Block]) -> tuple[Block, ...]:
+    """``blocks`` in Tesseract's order, but for a heading it put between two columns that
+    both end above it: it goes after them. Tesseract reads a heading set under two columns
+    (linn's "Additional Features", over the list it heads) after the first column, in the
+    middle of a sentence that runs on into the second; ``pdftotext`` of the searchable PDF,
+    like a reader, reads it after both. A block is moved when the blocks after it end above
+    its top, the block after those starts under its bottom, and it stands closer to that
+    one than to the block before it (it heads what follows it; a column's last paragraph,
+    after a short next column, stays where it is)."""
+    ordered = list(blocks)
+    k = 1
+    while k < len(ordered) - 2:
+        head, before = ordered[k], ordered[k - 1]
+        if head.bbox is None or before.bbox is None or before.bbox[3] > head.bbox[1]:
+            k += 1
+            continue
+        j = k + 1
+        while j < len(ordered) and (box := ordered[j].bbox) is not None and box[3] <= head.bbox[1]:
+            j += 1
+        after = ordered[j].bbox if j < len(ordered) else None
+        if j > k + 1 and after is not None and head.bbox[3] <= after[1]:
+            below, above = after[1] - head.bbox[3], head.bbox[1] - before.bbox[3]
+            if below < above:  # it heads what follows
+                ordered.insert(j - 1, ordered.pop(k))
+                continue
+        k += 1
+    return tuple(ordered)
 
 
 def line_skew(lines: list[list[Word]], width: int, height: int) -> float:
