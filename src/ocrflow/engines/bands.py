@@ -88,3 +88,10 @@ def top_edge(band: list[B]) -> float:
 
 def bottom_edge(band: list[B]) -> float:
     return max(b.y1 for b in band)
+
+
+def level(a: Box, b: Box, share: float = 0.5) -> bool:
+    """Whether two lines stand level: they overlap down the page by ``share`` of the lower
+    one's height at least."""
+    overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return overlap >= share * min(a.y1 - a.y0, b.y1 - b.y0)

@@ -18,23 +18,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from statistics import median
-from typing import Protocol, TypeVar
 
-
-class Box(Protocol):
-    """What the rows need of a line box (``xycut.Box`` has it)."""
-
-    @property
-    def x0(self) -> float: ...
-    @property
-    def y0(self) -> float: ...
-    @property
-    def x1(self) -> float: ...
-    @property
-    def y1(self) -> float: ...
-
-
-B = TypeVar("B", bound=Box)
+from ocrflow.engines.bands import B, Box, level
 
 #: A form's lines are at most this many text heights long, at the median ...
 SHORT = 10.0
@@ -60,8 +45,8 @@ def reads_across(columns: Sequence[Sequence[B]], height: float) -> bool:
     if median(len(getattr(box, "text", "").split()) for box in lines) > MAX_WORDS:
         return False  # narrow columns of prose, set on one baseline grid
     beside = [(box, left) for left, column in itertools.pairwise(columns) for box in column]
-    level = sum(1 for box, left in beside if any(_level(box, other) for other in left))
-    return level >= ALIGNED * len(beside)
+    level_with = sum(1 for box, left in beside if any(level(box, o, LEVEL) for o in left))
+    return level_with >= ALIGNED * len(beside)
 
 
 class Row(list):  # of boxes of any box type (the cut is generic)
@@ -74,7 +59,7 @@ def rows_across(boxes: Sequence[B]) -> list[Row]:
     for box in sorted(boxes, key=lambda b: (b.y0 + b.y1) / 2):
         # Level with a line of the row of like height: a tall box (a caption set on its
         # side across three rows) would chain the rows it spans.
-        if rows and any(_level(box, other) and _alike(box, other) for other in rows[-1]):
+        if rows and any(level(box, other, LEVEL) and _alike(box, other) for other in rows[-1]):
             rows[-1].append(box)
         else:
             rows.append([box])
@@ -83,8 +68,3 @@ def rows_across(boxes: Sequence[B]) -> list[Row]:
 
 def _alike(a: Box, b: Box) -> bool:
     return max(a.y1 - a.y0, b.y1 - b.y0) <= ALIKE * min(a.y1 - a.y0, b.y1 - b.y0)
-
-
-def _level(a: Box, b: Box) -> bool:
-    overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
-    return overlap >= LEVEL * min(a.y1 - a.y0, b.y1 - b.y0)

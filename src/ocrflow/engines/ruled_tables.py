@@ -19,6 +19,7 @@ import itertools
 from collections.abc import Sequence
 from statistics import median
 
+from ocrflow.engines.bands import level
 from ocrflow.engines.rules import Rule
 from ocrflow.engines.tables import Box, Table
 
@@ -107,12 +108,7 @@ def _rows_go_on(rows: list[list[Box]], boxes: Sequence[Box]) -> bool:
     inside = {id(box) for row in rows for box in row}
     top, bottom = min(b.y0 for row in rows for b in row), max(b.y1 for row in rows for b in row)
     others = [b for b in boxes if id(b) not in inside and b.y1 > top and b.y0 < bottom]
-    return any(_level(a, b) for row in rows for a in row for b in others)
-
-
-def _level(a: Box, b: Box) -> bool:
-    overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
-    return overlap >= 0.5 * min(a.y1 - a.y0, b.y1 - b.y0)
+    return any(level(a, b) for row in rows for a in row for b in others)
 
 
 def _columns(boxes: Sequence[Box], gutter: float) -> list[tuple[float, float]]:
