@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Sequence
 from statistics import median
 
-from ocrflow.engines.bands import level
+from ocrflow.engines.bands import left_edge, level, right_edge, split_columns
 from ocrflow.engines.rules import Rule
 from ocrflow.engines.tables import Box, Table
 
@@ -91,7 +91,8 @@ def _table(
     ``taken`` is given their boxes."""
     if len(rows) < 2 or _rows_go_on(rows, boxes):
         return []
-    columns = _columns([box for row in rows for box in row], MIN_GUTTER * height)
+    found = split_columns([box for row in rows for box in row], MIN_GUTTER * height)
+    columns = [(left_edge(column), right_edge(column)) for column in found]
     if len(columns) < 2:
         return []
     cells = [_row_cells(row, columns) for row in rows]
@@ -109,17 +110,6 @@ def _rows_go_on(rows: list[list[Box]], boxes: Sequence[Box]) -> bool:
     top, bottom = min(b.y0 for row in rows for b in row), max(b.y1 for row in rows for b in row)
     others = [b for b in boxes if id(b) not in inside and b.y1 > top and b.y0 < bottom]
     return any(level(a, b) for row in rows for a in row for b in others)
-
-
-def _columns(boxes: Sequence[Box], gutter: float) -> list[tuple[float, float]]:
-    """The x-ranges that ``boxes`` cover, apart where no box crosses a gap of ``gutter``."""
-    columns: list[tuple[float, float]] = []
-    for box in sorted(boxes, key=lambda b: b.x0):
-        if columns and box.x0 < columns[-1][1] + gutter:
-            columns[-1] = (columns[-1][0], max(columns[-1][1], box.x1))
-        else:
-            columns.append((box.x0, box.x1))
-    return columns
 
 
 def _row_cells(row: list[Box], columns: list[tuple[float, float]]) -> list[list[Box]]:

@@ -14,6 +14,9 @@ from ocrflow.engines.bands import (
     top_edge,
 )
 
+#: A band at most this many text heights high is one line.
+ONE_LINE = 1.6
+
 
 def heads_next(
     section: list[B], tail: list[B], following: list[B], height: float, width: float
@@ -23,7 +26,7 @@ def heads_next(
     short line under every column, which all end level just above it, closer to what
     follows than to them. Column-major reading would put such a heading between the first
     column and the second."""
-    if len(tail) == len(section) or bottom_edge(tail) - top_edge(tail) > 1.6 * height:  # one line
+    if len(tail) == len(section) or not _one_line(tail, height):
         return False
     columns = split_columns(section[: -len(tail)], width)
     if len(columns) < 2 or right_edge(tail) - left_edge(tail) > 0.8 * (
@@ -41,8 +44,13 @@ def stands_over(line: list[B], band: list[B], height: float, width: float) -> bo
     ``width`` wide between ``band``'s lines (a date centred over the page, above a short
     "Abstract" and the right column's first line: the gap between those two is wide, and
     the date, in part of it, shared a gutter with them and was read after "Abstract")."""
-    if len(line) != 1 or bottom_edge(line) - top_edge(line) > 1.6 * height:
+    if len(line) != 1 or not _one_line(line, height):
         return False
     (box,) = line
     inner = free_strips(band, left_edge(band), right_edge(band), width)
     return any(box.x0 < end and box.x1 > start for start, end in inner)
+
+
+def _one_line(band: list[B], height: float) -> bool:
+    """Whether ``band`` is one line high (``ONE_LINE`` text heights at most)."""
+    return bottom_edge(band) - top_edge(band) <= ONE_LINE * height

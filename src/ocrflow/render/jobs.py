@@ -278,8 +278,8 @@ def _frame_dpi(image: Image.Image, frame: Image.Image) -> float | None:
     stated = image.info.get("dpi")
     try:
         dpi = float(stated[0]) if stated else 0.0
-    except (TypeError, ValueError, IndexError):
-        return None
+    except (TypeError, ValueError, IndexError, ArithmeticError):
+        return None  # a resolution that is no number (a hostile file): Tesseract guesses
     if not 0 < dpi < 10_000 or image.width <= 0:
         return None
     return pixels_per_inch(frame, image.width / dpi, image.height / dpi)

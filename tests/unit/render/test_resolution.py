@@ -199,3 +199,16 @@ def test_an_image_file_says_the_resolution_it_states(tmp_path: Path) -> None:
     page.save(tmp_path / "silent.png")
     assert _rendered_dpi(tmp_path / "stated.png", ENGINE, "image") == pytest.approx(150, 0.01)
     assert _rendered_dpi(tmp_path / "silent.png", ENGINE, "image") is None
+
+
+def test_a_stated_resolution_that_is_no_number_is_none() -> None:
+    from PIL.TiffImagePlugin import IFDRational
+
+    from ocrflow.render.jobs import _frame_dpi
+
+    page = Image.new("L", (1275, 1650), 255)
+    for stated in ((0, 0), (IFDRational(1, 0), 72), ("x", "y"), (), 7, (1e9, 1e9)):
+        page.info["dpi"] = stated
+        assert _frame_dpi(page, page) is None, stated
+    page.info["dpi"] = (150, 150)
+    assert _frame_dpi(page, page.resize((638, 825))) == pytest.approx(75, 0.01)
